@@ -1,0 +1,193 @@
+"""Turn an ``algo`` config into an algorithm factory whose every keyword was checked before any work starts.
+
+SB3 constructors accept ``gamma="0.9"`` or unknown keywords in ways that only fail inside ``learn()`` (or never):
+here each keyword must be a constructor parameter and its value must match the parameter's type hint.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import hydra.utils
+from gymnasium import spaces
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
+from typeguard import TypeCheckError, check_type
+
+from rlzoo.config import instantiate
+from rlzoo.errors import ConfigError
+
+# Keywords rlzoo sets from run keys; an algo config must not set them.
+RUN_LEVEL_KEYWORDS = {
+    "env": "the env group",
+    "seed": "the run key seed",
+    "device": "hardware.device",
+    "verbose": "the run key verbose",
+    "tensorboard_log": "the logger group",
+    "_init_setup_model": "rlzoo",
+}
+
+
+@dataclass(frozen=True)
+class AlgorithmFactory:
+    """An algorithm class with checked keyword arguments; call it with the env to build the model."""
+
+    algo_class: type[BaseAlgorithm]
+    kwargs: dict[str, Any]
+    policy: str | type | None = None
+
+    @property
+    def name(self) -> str:
+        return self.algo_class.__name__
+
+    def policy_for(self, family: str, others: dict[str, type[BaseAlgorithm]] | None = None) -> str | type:
+        """The policy to use for a representation needing ``family`` (``Mlp`` or ``Cnn``).
+
+        :param others: algorithms to suggest when this one has no such policy.
+        """
+        if self.policy is not None:
+            return self.policy
+        names = [n for n in self.algo_class.policy_aliases if n.startswith(family)]
+        if not names:
+            fitting = sorted(k for k, c in (others or {}).items() if any(n.startswith(family) for n in c.policy_aliases))
+            raise ConfigError(
+                f"{self.name} has no {family} policy for this srl_model (it offers "
+                f"{', '.join(self.algo_class.policy_aliases)}); algorithms with one: {', '.join(fitting)}"
+            )
+        return names[0]
+
+    def __call__(self, *, env: Any, policy: str | type, **run_kwargs: Any) -> BaseAlgorithm:
+        """Build the model on ``env`` with ``policy`` (see :meth:`policy_for`) and run-level keywords."""
+        return self.algo_class(policy=policy, env=env, **run_kwargs, **self.kwargs)
+
+
+def supported_action_spaces(algo_class: type[BaseAlgorithm]) -> tuple[type[spaces.Space], ...] | None:
+    """The action spaces an algorithm accepts, or None for any.
+
+    SB3 passes ``supported_action_spaces`` from each constructor to ``BaseAlgorithm.__init__`` (it is not a class
+    attribute), so the constructor is run with ``BaseAlgorithm.__init__`` replaced by a probe that records it.
+    """
+
+    class _Recorded(Exception):
+        pass
+
+    recorded: dict[str, Any] = {}
+
+    def probe(self: Any, *args: Any, **kwargs: Any) -> None:
+        recorded["spaces"] = kwargs.get("supported_action_spaces")
+        raise _Recorded
+
+    with mock.patch.object(BaseAlgorithm, "__init__", probe):
+        try:
+            algo_class(policy=next(iter(algo_class.policy_aliases), "MlpPolicy"), env=None)  # type: ignore[call-arg]
+        except _Recorded:
+            pass
+    found = recorded.get("spaces")
+    return tuple(found) if found is not None else None
+
+
+def check_action_space(algo_class: type[BaseAlgorithm], action_space: spaces.Space, others: dict[str, type]) -> None:
+    """Fail with one message naming the algorithm, the action space and the algorithms that fit."""
+    supported = supported_action_spaces(algo_class)
+    if supported is None or isinstance(action_space, supported):
+        return
+    fitting = sorted(
+        name
+        for name, cls in others.items()
+        if (found := supported_action_spaces(cls)) is None or isinstance(action_space, found)
+    )
+    raise ConfigError(
+        f"{algo_class.__name__} cannot handle the action space {action_space} "
+        f"(it supports {', '.join(s.__name__ for s in supported)}); algorithms that fit: {', '.join(fitting)}"
+    )
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """YAML has no tuples: a list given where the hint allows a tuple but not a list becomes a tuple."""
+    if not isinstance(value, list):
+        return value
+    origins = {typing.get_origin(h) or h for h in (typing.get_args(hint) or (hint,))}
+    if tuple in origins and list not in origins:
+        return tuple(value)
+    return value
+
+
+def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
+    signature = inspect.signature(algo_class.__init__)
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    allowed = [n for n in signature.parameters if n not in ("self", "policy", *RUN_LEVEL_KEYWORDS)]
+    try:
+        hints = typing.get_type_hints(algo_class.__init__)
+    except Exception:  # unresolvable forward references: check keys only
+        hints = {}
+    checked = {}
+    for key, value in kwargs.items():
+        if key in RUN_LEVEL_KEYWORDS:
+            raise ConfigError(f"algo.{key} is set by {RUN_LEVEL_KEYWORDS[key]}, not by the algo config")
+        if key not in signature.parameters and not accepts_any:
+            raise ConfigError(
+                f"algo.{key} is not a keyword of {algo_class.__name__}; allowed: {', '.join(sorted(allowed))}"
+            )
+        hint = hints.get(key)
+        if hint is not None:
+            value = _coerce(value, hint)
+            try:
+                check_type(value, hint)
+            except TypeCheckError as error:
+                raise ConfigError(
+                    f"algo.{key}={value!r} has the wrong type for {algo_class.__name__}: expected "
+                    f"{_describe(hint)} ({error})"
+                ) from None
+        checked[key] = value
+    return checked
+
+
+def _describe(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
+    """Instantiate the ``algo`` group (a ``_partial_`` of the algorithm class) and check every keyword."""
+    if "_target_" not in algo_cfg:
+        raise ConfigError("the algo config has no _target_ (the algorithm class, e.g. stable_baselines3.PPO)")
+    cfg = OmegaConf.to_container(algo_cfg, resolve=True)
+    assert isinstance(cfg, dict)
+    cfg["_partial_"] = True
+    try:
+        partial = instantiate(cfg)
+    except Exception as error:  # an import error or a nested _target_ that fails
+        raise ConfigError(f"the algo config could not be built: {error}") from None
+    assert isinstance(partial, functools.partial)
+    algo_class = partial.func
+    if not (inspect.isclass(algo_class) and issubclass(algo_class, BaseAlgorithm)):
+        raise ConfigError(f"algo._target_={algo_cfg._target_} is not a Stable-Baselines3 algorithm class")
+    kwargs = dict(partial.keywords)
+    policy = kwargs.pop("policy", None)
+    if policy is not None and isinstance(policy, str) and policy not in algo_class.policy_aliases:
+        raise ConfigError(
+            f"algo.policy={policy!r} is not a policy of {algo_class.__name__}; "
+            f"allowed: {', '.join(algo_class.policy_aliases)}"
+        )
+    return AlgorithmFactory(algo_class, _check_kwargs(algo_class, kwargs), policy)
+
+
+def algorithm_classes(config_dirs: Iterable[Path]) -> dict[str, type[BaseAlgorithm]]:
+    """The algorithm class of every option of the ``algo`` group found in ``config_dirs`` (for error messages)."""
+    found: dict[str, type[BaseAlgorithm]] = {}
+    for folder in config_dirs:
+        for path in sorted((folder / "algo").glob("*.yaml")):
+            target = OmegaConf.load(path).get("_target_")
+            if not target:
+                continue
+            try:
+                found[path.stem] = hydra.utils.get_class(str(target))
+            except Exception:  # an option whose module is not importable here: leave it out of the hint
+                continue
+    return found

@@ -1,0 +1,54 @@
+"""Where rlzoo's Hydra configs live, how they are composed outside the CLI, and the one instantiate helper."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+
+def _find_config_dir() -> Path:
+    """``conf/`` at the repository top (editable install) or inside the package (wheel install)."""
+    package_dir = Path(__file__).resolve().parent
+    for candidate in (package_dir / "conf", package_dir.parent.parent / "conf"):
+        if (candidate / "train.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"rlzoo's conf/ folder was not found near {package_dir}")
+
+
+CONFIG_DIR = _find_config_dir()
+
+
+def instantiate(config: Any, **kwargs: Any) -> Any:
+    """Build objects from a config node (``_target_`` ...), converting every container to plain Python."""
+    if config is None:
+        return None
+    return hydra.utils.instantiate(config, _convert_="all", **kwargs)
+
+
+def compose_config(overrides: Sequence[str] = (), *, run_dir: str | Path, config_name: str = "train") -> DictConfig:
+    """Compose the same config as ``python -m rlzoo.train <overrides>``, resolved, for a run writing to ``run_dir``.
+
+    :param overrides: Hydra command-line overrides, e.g. ``["algo=dqn", "seed=3"]``.
+    :param run_dir: the run directory (Hydra's output dir on the CLI).
+    :return: the resolved config, without the ``hydra`` node.
+    """
+    overrides = [*overrides, f"run_dir={Path(run_dir).resolve()}"]
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
+        previous = HydraConfig.instance().cfg
+        HydraConfig.instance().set_config(cfg)
+        try:
+            OmegaConf.resolve(cfg)
+        finally:
+            HydraConfig.instance().cfg = previous  # type: ignore[assignment]
+    with OmegaConf.open_dict(cfg):
+        del cfg["hydra"]
+    return cfg

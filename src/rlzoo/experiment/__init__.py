@@ -1,0 +1,1 @@
+"""Running experiments: run directories, environments, callbacks, logging, test episodes."""

@@ -1,0 +1,87 @@
+"""SB3 metric logging for a run: console, CSV, TensorBoard and (optionally) Weights & Biases."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stable_baselines3.common.logger import KVWriter, Logger, make_output_format
+
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.rundir import RunDir
+
+FORMATS = ("stdout", "csv", "tensorboard")
+
+
+@dataclass(frozen=True)
+class WandbSettings:
+    """Where a run appears in Weights & Biases."""
+
+    project: str
+    group: str | None = None
+    name: str | None = None
+    entity: str | None = None
+    mode: str = "offline"
+    tags: list[str] = field(default_factory=list)
+
+
+class WandbWriter(KVWriter):
+    """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        numbers = {
+            key: value
+            for key, value in key_values.items()
+            if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
+        }
+        self.run.log({**numbers, "global_step": step})
+
+    def close(self) -> None:
+        """The W&B run is finished by the owner of the logger (in a ``finally``)."""
+
+
+def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
+    """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
+    if settings.mode not in ("offline", "online", "disabled"):
+        raise ConfigError(f"logger.wandb.mode={settings.mode!r}; allowed: offline, online, disabled")
+    import wandb
+
+    return wandb.init(
+        project=settings.project,
+        entity=settings.entity,
+        group=settings.group,
+        name=settings.name or run.path.name,
+        tags=settings.tags,
+        mode=settings.mode,  # type: ignore[arg-type]
+        dir=str(run.path),
+        config=config,
+        reinit="create_new",
+    )
+
+
+def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> Logger:
+    """An SB3 logger writing ``formats`` into the run dir (+ W&B when ``wandb_run`` is given)."""
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ConfigError(f"logger.formats has {unknown}; allowed: {', '.join(FORMATS)}")
+    writers: list[KVWriter] = []
+    for name in formats:
+        if name == "stdout":
+            writers.append(make_output_format("stdout", str(run.path)))
+        elif name == "csv":
+            writers.append(make_output_format("csv", str(run.path)))
+        else:
+            writers.append(make_output_format("tensorboard", str(run.tensorboard_dir)))
+    if wandb_run is not None:
+        writers.append(WandbWriter(wandb_run))
+    return Logger(folder=str(run.path), output_formats=writers)
+
+
+def silence_stdout(formats: Sequence[str]) -> list[str]:
+    """``formats`` without the console (for ``verbose=0``)."""
+    return [f for f in formats if f != "stdout"]
+

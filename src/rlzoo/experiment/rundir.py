@@ -1,0 +1,187 @@
+"""The run-directory format: the one place that knows file names and what is written when.
+
+A run directory holds::
+
+    config.yaml            the resolved config (written before training starts)
+    model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
+    obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
+    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz), each folder appears atomically
+    monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor)
+    returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
+    progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
+    test_returns.csv       one row per test episode: episode,return,length
+    metrics.json           summary; written last, so its presence means the run finished
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import VecNormalize
+
+from rlzoo.errors import ConfigError
+
+CONFIG = "config.yaml"
+MODEL = "model.zip"
+OBS_NORM = "obs_norm.npz"
+METRICS = "metrics.json"
+TEST_RETURNS = "test_returns.csv"
+RETURNS100 = "returns100.csv"
+RETURNS100_HEADER = "frame,mean,std,max,min"
+
+
+@contextmanager
+def _atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``final``; move it into place only if the block succeeds."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=final.suffix, dir=final.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` so that ``path`` is either absent/old or complete, never half-written."""
+    with _atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
+    """Save observation statistics as plain arrays (no pickle), atomically."""
+    rms = normalizer.obs_rms
+    assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
+    with _atomic_path(path) as tmp, tmp.open("wb") as stream:
+        np.savez(
+            stream,
+            mean=rms.mean,
+            var=rms.var,
+            count=np.asarray(rms.count),
+            clip_obs=np.asarray(normalizer.clip_obs),
+            epsilon=np.asarray(normalizer.epsilon),
+        )
+
+
+def load_obs_norm(path: Path, normalizer: VecNormalize) -> None:
+    """Load statistics written by :func:`save_obs_norm` into ``normalizer``."""
+    with np.load(path, allow_pickle=False) as data:
+        normalizer.obs_rms.mean = data["mean"]  # type: ignore[union-attr]
+        normalizer.obs_rms.var = data["var"]  # type: ignore[union-attr]
+        normalizer.obs_rms.count = float(data["count"])  # type: ignore[union-attr]
+        normalizer.clip_obs = float(data["clip_obs"])
+        normalizer.epsilon = float(data["epsilon"])
+
+
+def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
+    """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
+    with _atomic_path(folder / MODEL) as tmp:
+        model.save(tmp)
+    if normalizer is not None:
+        save_obs_norm(folder / OBS_NORM, normalizer)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run directory and the writes that define its format."""
+
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def model(self) -> Path:
+        return self.path / MODEL
+
+    @property
+    def obs_norm(self) -> Path:
+        return self.path / OBS_NORM
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def returns100(self) -> Path:
+        return self.path / RETURNS100
+
+    @property
+    def monitor_dir(self) -> Path:
+        return self.path / "monitor"
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.path / "tb"
+
+    @property
+    def progress_csv(self) -> Path:
+        return self.path / "progress.csv"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    def checkpoint(self, steps: int) -> Path:
+        return self.checkpoints_dir / str(steps)
+
+    def checkpoints(self) -> list[Path]:
+        """Complete checkpoint folders, oldest first."""
+        if not self.checkpoints_dir.is_dir():
+            return []
+        folders = [p for p in self.checkpoints_dir.iterdir() if p.name.isdigit() and (p / MODEL).is_file()]
+        return sorted(folders, key=lambda p: int(p.name))
+
+    def is_finished(self) -> bool:
+        return self.metrics.is_file()
+
+    def claim(self) -> None:
+        """Make sure this run may be written: refuse to overwrite a run that already trained here."""
+        if self.model.exists() or self.is_finished() or self.checkpoints():
+            raise ConfigError(
+                f"run_dir {self.path} already holds a trained run (model, checkpoints or metrics); "
+                "choose another run_dir — rlzoo never overwrites a run"
+            )
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def write_config(self, cfg: DictConfig) -> None:
+        atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
+
+    def save_checkpoint(self, steps: int, model: BaseAlgorithm, normalizer: VecNormalize | None) -> Path:
+        """Write a checkpoint folder that appears complete or not at all."""
+        final = self.checkpoint(steps)
+        self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
+        try:
+            save_model(staging, model, normalizer)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(staging, final)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return final
+
+    def write_test_results(self, returns: Sequence[float], lengths: Sequence[int], metrics: dict[str, float]) -> None:
+        """Write per-episode test results, then the metrics summary that marks the run finished."""
+        rows = ["episode,return,length"] + [
+            f"{i},{ret:.6g},{length}" for i, (ret, length) in enumerate(zip(returns, lengths, strict=True))
+        ]
+        atomic_write_text(self.path / TEST_RETURNS, "\n".join(rows) + "\n")
+        atomic_write_text(self.metrics, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+
+    def read_metrics(self) -> dict[str, float]:
+        return dict(json.loads(self.metrics.read_text()))

@@ -1,0 +1,1 @@
+"""State representations: how env observations become the states a policy sees."""

@@ -1,0 +1,129 @@
+"""``python -m rlzoo.train``: train one agent from the Hydra config groups and write a self-describing run dir.
+
+Data flow: seed → vec env (env group) → representation (srl_model group) → observation normalisation →
+algorithm (algo group) → learn with callbacks → save → test episodes → metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.vec_env import VecNormalize
+
+from rlzoo.algos.factory import algorithm_classes, build_algorithm_factory, check_action_space
+from rlzoo.config import CONFIG_DIR
+from rlzoo.errors import ConfigError
+from rlzoo.experiment import environment as envs
+from rlzoo.experiment.callbacks import Checkpoint, Returns100
+from rlzoo.experiment.evaluation import run_test_episodes, summarize
+from rlzoo.experiment.loggers import WandbSettings, make_logger, silence_stdout, start_wandb
+from rlzoo.experiment.rundir import RunDir, save_model
+from rlzoo.experiment.settings import Hardware, RunSettings
+
+log = logging.getLogger(__name__)
+
+
+def train(cfg: DictConfig) -> dict[str, float]:
+    """Train, save and test one agent as ``cfg`` describes; return its metrics (``test/mean_return`` ...).
+
+    Every input is checked before the run dir is written to; ``metrics.json`` is written last.
+    """
+    started = time.perf_counter()
+    OmegaConf.resolve(cfg)
+    settings = RunSettings.from_config(cfg)
+    hardware = Hardware.from_config(cfg.hardware)
+    factory = build_algorithm_factory(cfg.algo)
+    spec = envs.EnvSpec.from_config(cfg.env)
+    representation = envs.Representation.from_config(cfg.srl_model)
+    others = algorithm_classes([CONFIG_DIR])
+    policy = factory.policy_for(representation.policy_family, others)
+    _, action_space = envs.probe_spaces(spec, representation)
+    check_action_space(factory.algo_class, action_space, others)
+    formats = list(cfg.logger.formats) if settings.verbose else silence_stdout(cfg.logger.formats)
+    wandb_settings = WandbSettings(**cfg.logger.wandb) if cfg.logger.get("wandb") else None
+
+    run = RunDir(Path(settings.run_dir))
+    run.claim()
+    run.write_config(cfg)
+    hardware.apply()
+    set_random_seed(settings.seed)
+    venv = envs.make_env(
+        spec, representation, n_envs=settings.n_envs, seed=settings.seed,
+        vec_env=settings.vec_env, monitor_dir=run.monitor_dir,
+    )  # fmt: skip
+    normalizer = envs.normalize_observations(venv) if settings.normalize else None
+    wandb_run = None
+    try:
+        if wandb_settings is not None:
+            wandb_run = start_wandb(wandb_settings, run, OmegaConf.to_container(cfg))  # type: ignore[arg-type]
+        model = factory(
+            env=normalizer or venv, policy=policy, seed=settings.seed,
+            device=hardware.device, verbose=settings.verbose,
+        )  # fmt: skip
+        model.set_logger(make_logger(run, formats, wandb_run))
+        callbacks: list[Any] = [Returns100(run.returns100)]
+        if settings.checkpoint_freq:
+            callbacks.append(Checkpoint(run, settings.checkpoint_freq, normalizer))
+        model.learn(settings.total_timesteps, callback=callbacks, progress_bar=settings.progress_bar)
+        train_seconds = time.perf_counter() - started
+        save_model(run.path, model, normalizer)
+        metrics = {"train/timesteps": float(model.num_timesteps), "time/train_seconds": train_seconds}
+        returns, lengths = _test(spec, representation, model, normalizer, settings)
+        if returns:
+            metrics |= summarize(returns)
+        metrics["time/total_seconds"] = time.perf_counter() - started
+        if wandb_run is not None:
+            wandb_run.summary.update(metrics)
+        run.write_test_results(returns, lengths, metrics)
+        model.logger.close()
+    finally:
+        venv.close()
+        if wandb_run is not None:
+            wandb_run.finish()
+    return metrics
+
+
+def _test(
+    spec: envs.EnvSpec,
+    representation: envs.Representation,
+    model: Any,
+    normalizer: VecNormalize | None,
+    settings: RunSettings,
+) -> tuple[list[float], list[int]]:
+    if not settings.test_episodes:
+        return [], []
+    test_env = envs.make_env(
+        spec, representation, n_envs=min(settings.n_envs, settings.test_episodes), seed=settings.seed + 10_000
+    )
+    try:
+        return run_test_episodes(
+            model, envs.frozen_copy(test_env, normalizer), settings.test_episodes, settings.deterministic_test
+        )
+    finally:
+        test_env.close()
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> float:
+    """Hydra entrypoint: returns the mean test return, so that a sweeper can optimise it."""
+    try:
+        metrics = train(cfg)
+    except ConfigError as error:
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise  # the launcher records the failed job and runs the others
+        log.error("%s", error)
+        sys.exit(f"rlzoo.train: error: {error}")
+    return metrics.get("test/mean_return", float("nan"))
+
+
+if __name__ == "__main__":
+    main()
