@@ -10,7 +10,7 @@ import hydra
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 
 def _find_config_dir() -> Path:
@@ -44,11 +44,11 @@ def compose_config(overrides: Sequence[str] = (), *, run_dir: str | Path, config
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
         previous = HydraConfig.instance().cfg
-        HydraConfig.instance().set_config(cfg)
+        HydraConfig.instance().set_config(cfg)  # lets ${hydra:...} interpolations resolve as on the CLI
         try:
+            with open_dict(cfg):
+                del cfg["hydra"]
             OmegaConf.resolve(cfg)
         finally:
-            HydraConfig.instance().cfg = previous  # type: ignore[assignment]
-    with OmegaConf.open_dict(cfg):
-        del cfg["hydra"]
+            HydraConfig.instance().cfg = previous
     return cfg

@@ -6,7 +6,6 @@ algorithm (algo group) → learn with callbacks → save → test episodes → m
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from pathlib import Path
@@ -28,8 +27,6 @@ from rlzoo.experiment.evaluation import run_test_episodes, summarize
 from rlzoo.experiment.loggers import WandbSettings, make_logger, silence_stdout, start_wandb
 from rlzoo.experiment.rundir import RunDir, save_model
 from rlzoo.experiment.settings import Hardware, RunSettings
-
-log = logging.getLogger(__name__)
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
@@ -120,7 +117,6 @@ def main(cfg: DictConfig) -> float:
     except ConfigError as error:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise  # the launcher records the failed job and runs the others
-        log.error("%s", error)
         sys.exit(f"rlzoo.train: error: {error}")
     return metrics.get("test/mean_return", float("nan"))
 

@@ -6,6 +6,7 @@ here each keyword must be a constructor parameter and its value must match the p
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import typing
@@ -56,7 +57,9 @@ class AlgorithmFactory:
             return self.policy
         names = [n for n in self.algo_class.policy_aliases if n.startswith(family)]
         if not names:
-            fitting = sorted(k for k, c in (others or {}).items() if any(n.startswith(family) for n in c.policy_aliases))
+            fitting = sorted(
+                k for k, c in (others or {}).items() if any(n.startswith(family) for n in c.policy_aliases)
+            )
             raise ConfigError(
                 f"{self.name} has no {family} policy for this srl_model (it offers "
                 f"{', '.join(self.algo_class.policy_aliases)}); algorithms with one: {', '.join(fitting)}"
@@ -84,11 +87,8 @@ def supported_action_spaces(algo_class: type[BaseAlgorithm]) -> tuple[type[space
         recorded["spaces"] = kwargs.get("supported_action_spaces")
         raise _Recorded
 
-    with mock.patch.object(BaseAlgorithm, "__init__", probe):
-        try:
-            algo_class(policy=next(iter(algo_class.policy_aliases), "MlpPolicy"), env=None)  # type: ignore[call-arg]
-        except _Recorded:
-            pass
+    with mock.patch.object(BaseAlgorithm, "__init__", probe), contextlib.suppress(_Recorded):
+        algo_class(policy=next(iter(algo_class.policy_aliases), "MlpPolicy"), env=None)  # type: ignore[call-arg]
     found = recorded.get("spaces")
     return tuple(found) if found is not None else None
 
@@ -120,13 +120,9 @@ def _coerce(value: Any, hint: Any) -> Any:
 
 
 def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
-    signature = inspect.signature(algo_class.__init__)
+    signature = inspect.signature(algo_class)
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
     allowed = [n for n in signature.parameters if n not in ("self", "policy", *RUN_LEVEL_KEYWORDS)]
-    try:
-        hints = typing.get_type_hints(algo_class.__init__)
-    except Exception:  # unresolvable forward references: check keys only
-        hints = {}
     checked = {}
     for key, value in kwargs.items():
         if key in RUN_LEVEL_KEYWORDS:
@@ -135,7 +131,7 @@ def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(
                 f"algo.{key} is not a keyword of {algo_class.__name__}; allowed: {', '.join(sorted(allowed))}"
             )
-        hint = hints.get(key)
+        hint = _type_hint(signature.parameters.get(key))
         if hint is not None:
             value = _coerce(value, hint)
             try:
@@ -147,6 +143,18 @@ def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
                 ) from None
         checked[key] = value
     return checked
+
+
+def _type_hint(parameter: inspect.Parameter | None) -> Any:
+    """A parameter's annotation as a type, or None when it has none or it cannot be resolved here.
+
+    (``typing.get_type_hints`` fails on SB3 constructors as a whole: some hints name ``TYPE_CHECKING``-only types.)
+    """
+    if parameter is None or parameter.annotation is inspect.Parameter.empty:
+        return None
+    hint = parameter.annotation
+    # A string annotation (postponed evaluation) is not checked rather than evaluated.
+    return None if isinstance(hint, str) else hint
 
 
 def _describe(hint: Any) -> str:
@@ -183,7 +191,8 @@ def algorithm_classes(config_dirs: Iterable[Path]) -> dict[str, type[BaseAlgorit
     found: dict[str, type[BaseAlgorithm]] = {}
     for folder in config_dirs:
         for path in sorted((folder / "algo").glob("*.yaml")):
-            target = OmegaConf.load(path).get("_target_")
+            option = OmegaConf.load(path)
+            target = option.get("_target_") if isinstance(option, DictConfig) else None
             if not target:
                 continue
             try:

@@ -26,6 +26,7 @@ class Returns100(BaseCallback):
         self.window = window
         self._returns: list[float] = []
         self._stream: TextIO | None = None
+        self._seen: list[int] | None = None  # episodes already read per Monitor (polling mode only)
 
     def _on_training_start(self) -> None:
         new = not self.path.exists() or self.path.stat().st_size == 0
@@ -35,13 +36,30 @@ class Returns100(BaseCallback):
             self._stream.flush()
 
     def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
+        infos = self.locals.get("infos")
+        if infos is None:  # algorithms that run episodes internally (ARS) pass no step locals
+            self._poll_monitors()
+            return True
+        for info in infos:
             episode = info.get("episode")
             if episode is not None:
-                self._returns.append(float(episode["r"]))
-                if len(self._returns) == self.window:
-                    self._write_row()
+                self._add(float(episode["r"]))
         return True
+
+    def _poll_monitors(self) -> None:
+        """Read new episodes straight from the Monitor wrappers."""
+        per_env = self.training_env.get_attr("episode_returns")
+        if self._seen is None:
+            self._seen = [0] * len(per_env)
+        for rank, returns in enumerate(per_env):
+            for value in returns[self._seen[rank] :]:
+                self._add(float(value))
+            self._seen[rank] = len(returns)
+
+    def _add(self, episode_return: float) -> None:
+        self._returns.append(episode_return)
+        if len(self._returns) == self.window:
+            self._write_row()
 
     def _write_row(self) -> None:
         assert self._stream is not None
@@ -52,6 +70,8 @@ class Returns100(BaseCallback):
         self._returns.clear()
 
     def _on_training_end(self) -> None:
+        if self._seen is not None:
+            self._poll_monitors()
         if self._returns:
             self._write_row()
         if self._stream is not None:

@@ -18,7 +18,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from rlzoo.config import instantiate
 from rlzoo.errors import ConfigError
 
-VEC_ENV_CLASSES: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+VEC_ENV_CLASSES: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {
+    "dummy": DummyVecEnv,
+    "subproc": SubprocVecEnv,
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class EnvSpec:
         values = OmegaConf.to_container(env_cfg, resolve=True)
         assert isinstance(values, dict)
         env_id = values.pop("id", None)
+        if env_id == "???":
+            raise ConfigError("env=gym needs the Gymnasium id: add env.id=<id>, e.g. env.id=LunarLander-v3")
         if not isinstance(env_id, str) or not env_id:
             raise ConfigError(f"env.id must be a Gymnasium id such as CartPole-v1, got {env_id!r}")
         return cls(env_id, {str(k): v for k, v in values.items()})

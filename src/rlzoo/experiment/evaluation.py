@@ -16,7 +16,12 @@ def run_test_episodes(
     :return: the undiscounted return and the length of every episode.
     """
     returns, lengths = evaluate_policy(
-        model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True, warn=False
+        model,
+        venv,
+        n_eval_episodes=episodes,
+        deterministic=deterministic,
+        return_episode_rewards=True,
+        warn=False,
     )
     return [float(r) for r in returns], [int(n) for n in lengths]  # type: ignore[union-attr]
 

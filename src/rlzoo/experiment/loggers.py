@@ -84,4 +84,3 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
 def silence_stdout(formats: Sequence[str]) -> list[str]:
     """``formats`` without the console (for ``verbose=0``)."""
     return [f for f in formats if f != "stdout"]
-

@@ -78,10 +78,10 @@ def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
 
 def load_obs_norm(path: Path, normalizer: VecNormalize) -> None:
     """Load statistics written by :func:`save_obs_norm` into ``normalizer``."""
+    rms = normalizer.obs_rms
+    assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
     with np.load(path, allow_pickle=False) as data:
-        normalizer.obs_rms.mean = data["mean"]  # type: ignore[union-attr]
-        normalizer.obs_rms.var = data["var"]  # type: ignore[union-attr]
-        normalizer.obs_rms.count = float(data["count"])  # type: ignore[union-attr]
+        rms.mean, rms.var, rms.count = data["mean"], data["var"], float(data["count"])
         normalizer.clip_obs = float(data["clip_obs"])
         normalizer.epsilon = float(data["epsilon"])
 

@@ -1,0 +1,61 @@
+"""Shared test setup: one torch thread, no display, runs composed in-process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import DictConfig
+
+from rlzoo.config import compose_config
+
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("WANDB_SILENT", "true")
+torch.set_num_threads(1)
+
+# Tiny budgets: shrink rollouts, batches, buffers and networks, not only the step count.
+TINY_ON_POLICY = ["algo.n_steps=32", "algo.batch_size=32", "+algo.policy_kwargs.net_arch=[16]"]
+TINY_OFF_POLICY = [
+    "algo.buffer_size=500",
+    "algo.learning_starts=50",
+    "algo.batch_size=16",
+    "+algo.policy_kwargs.net_arch=[16]",
+]
+TINY_RUN = ["normalize=true", "total_timesteps=192", "test_episodes=2", "checkpoint_freq=64", "verbose=0", "logger.formats=[csv]"]
+
+# A compatible env and tiny settings for every algorithm option.
+TINY_ALGO_RUNS: dict[str, list[str]] = {
+    "a2c": ["env=CartPole", "n_envs=2", "algo.n_steps=8", "+algo.policy_kwargs.net_arch=[16]"],
+    "ppo": ["env=CartPole", "n_envs=2", *TINY_ON_POLICY, "algo.n_epochs=2"],
+    "trpo": ["env=CartPole", "n_envs=2", *TINY_ON_POLICY, "algo.n_critic_updates=2"],
+    "recurrent_ppo": [
+        "env=CartPole",
+        "n_envs=2",
+        *TINY_ON_POLICY,
+        "algo.n_epochs=2",
+        "+algo.policy_kwargs.lstm_hidden_size=8",
+    ],
+    "ars": ["env=Pendulum", "algo.n_delta=2", "+algo.policy_kwargs.net_arch=[16]"],
+    "dqn": ["env=CartPole", *TINY_OFF_POLICY],
+    "qrdqn": ["env=CartPole", *TINY_OFF_POLICY, "+algo.policy_kwargs.n_quantiles=5"],
+    "sac": ["env=Pendulum", *TINY_OFF_POLICY],
+    "td3": ["env=Pendulum", *TINY_OFF_POLICY],
+    "ddpg": ["env=Pendulum", *TINY_OFF_POLICY],
+    "tqc": ["env=Pendulum", *TINY_OFF_POLICY, "+algo.policy_kwargs.n_quantiles=5"],
+    "crossq": ["env=Pendulum", *TINY_OFF_POLICY],
+}
+
+Compose = Callable[..., DictConfig]
+
+
+@pytest.fixture
+def compose(tmp_path: Path) -> Compose:
+    """Compose the CLI's config for ``overrides`` with the run dir under ``tmp_path``."""
+
+    def _compose(overrides: Sequence[str] = (), run_dir: Path | None = None) -> DictConfig:
+        return compose_config(list(overrides), run_dir=run_dir or tmp_path / "run")
+
+    return _compose
