@@ -24,7 +24,14 @@ TINY_OFF_POLICY = [
     "algo.batch_size=16",
     "+algo.policy_kwargs.net_arch=[16]",
 ]
-TINY_RUN = ["normalize=true", "total_timesteps=192", "test_episodes=2", "checkpoint_freq=64", "verbose=0", "logger.formats=[csv]"]
+TINY_RUN = [
+    "normalize=true",
+    "total_timesteps=192",
+    "test_episodes=2",
+    "checkpoint_freq=64",
+    "verbose=0",
+    "logger.formats=[csv]",
+]
 
 # A compatible env and tiny settings for every algorithm option.
 TINY_ALGO_RUNS: dict[str, list[str]] = {

@@ -9,8 +9,8 @@ from pathlib import Path
 import hydra.utils
 import numpy as np
 import pytest
-from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 
+from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from rlzoo.config import CONFIG_DIR
 from rlzoo.experiment.rundir import RETURNS100_HEADER, RunDir
 from rlzoo.train import train
@@ -80,7 +80,7 @@ def test_raw_pixels_on_cartpole(compose: Compose, tmp_path: Path) -> None:
 
 def test_returns100_rows_are_windows_of_100_episodes(compose: Compose, tmp_path: Path) -> None:
     # CartPole episodes under a random-ish policy last ~20 steps: 3000 steps give > 100 episodes.
-    cfg = compose(["algo=a2c", "env=CartPole", "n_envs=1", "algo.learning_rate=0.0", "test_episodes=0", *TINY_RUN[3:]])
+    cfg = compose(["algo=a2c", "env=CartPole", "n_envs=1", "algo.learning_rate=0.0", "test_episodes=0", *TINY_RUN[4:]])
     cfg.total_timesteps = 3000
     train(cfg)
     run = RunDir(tmp_path / "run")
