@@ -24,7 +24,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.experiment import environment as envs
 from rlzoo.experiment.callbacks import Checkpoint, Returns100
 from rlzoo.experiment.evaluation import run_test_episodes, summarize
-from rlzoo.experiment.loggers import WandbSettings, make_logger, silence_stdout, start_wandb
+from rlzoo.experiment.loggers import WandbSettings, check_formats, make_logger, start_wandb
 from rlzoo.experiment.rundir import RunDir, save_model
 from rlzoo.experiment.settings import Hardware, RunSettings
 
@@ -45,7 +45,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     policy = factory.policy_for(representation.policy_family, others)
     _, action_space = envs.probe_spaces(spec, representation)
     check_action_space(factory.algo_class, action_space, others)
-    formats = list(cfg.logger.formats) if settings.verbose else silence_stdout(cfg.logger.formats)
+    formats = check_formats(cfg.logger.formats, settings.verbose)
     wandb_settings = WandbSettings(**cfg.logger.wandb) if cfg.logger.get("wandb") else None
 
     run = RunDir(Path(settings.run_dir))

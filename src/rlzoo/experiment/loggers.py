@@ -25,6 +25,10 @@ class WandbSettings:
     mode: str = "offline"
     tags: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.mode not in ("offline", "online", "disabled"):
+            raise ConfigError(f"logger.wandb.mode={self.mode!r}; allowed: offline, online, disabled")
+
 
 class WandbWriter(KVWriter):
     """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run."""
@@ -46,8 +50,6 @@ class WandbWriter(KVWriter):
 
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
     """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
-    if settings.mode not in ("offline", "online", "disabled"):
-        raise ConfigError(f"logger.wandb.mode={settings.mode!r}; allowed: offline, online, disabled")
     import wandb
 
     return wandb.init(
@@ -63,11 +65,16 @@ def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) ->
     )
 
 
-def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> Logger:
-    """An SB3 logger writing ``formats`` into the run dir (+ W&B when ``wandb_run`` is given)."""
+def check_formats(formats: Sequence[str], verbose: int) -> list[str]:
+    """The checked output formats, without the console when ``verbose`` is 0."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ConfigError(f"logger.formats has {unknown}; allowed: {', '.join(FORMATS)}")
+    return [f for f in formats if verbose or f != "stdout"]
+
+
+def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> Logger:
+    """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``)."""
     writers: list[KVWriter] = []
     for name in formats:
         if name == "stdout":
@@ -79,8 +86,3 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
     if wandb_run is not None:
         writers.append(WandbWriter(wandb_run))
     return Logger(folder=str(run.path), output_formats=writers)
-
-
-def silence_stdout(formats: Sequence[str]) -> list[str]:
-    """``formats`` without the console (for ``verbose=0``)."""
-    return [f for f in formats if f != "stdout"]
