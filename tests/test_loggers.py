@@ -1,0 +1,54 @@
+"""logger=wandb: an offline W&B run with group, name and resolved config from the job, and SB3's metrics."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
+from wandb.proto import wandb_internal_pb2
+
+from rlzoo.train import train
+
+BLOCK = 32 * 1024
+HEADER = 7  # crc32 (4) + length (2, little-endian) + type (1)
+
+
+def read_wandb_records(path: Path) -> list[wandb_internal_pb2.Record]:
+    """Parse a ``.wandb`` file: a 7-byte file header, then 32 KiB blocks of (possibly split) records."""
+    data = path.read_bytes()[7:]
+    records, pending, offset = [], b"", 0
+    while offset + HEADER <= len(data):
+        room = BLOCK - ((offset + 7) % BLOCK)
+        if room < HEADER:  # block trailer padding
+            offset += room
+            continue
+        _, length, kind = struct.unpack("<IHB", data[offset : offset + HEADER])
+        payload = data[offset + HEADER : offset + HEADER + length]
+        offset += HEADER + length
+        if kind == 0 and length == 0:
+            continue
+        pending = payload if kind in (1, 2) else pending + payload
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(record)
+    return records
+
+
+def test_wandb_offline_run_carries_job_config_and_metrics(compose: Compose, tmp_path: Path) -> None:
+    overrides = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN, "logger=wandb", "logger.formats=[csv]"]
+    metrics = train(compose(overrides))
+    files = list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(files) == 1
+    records = read_wandb_records(files[0])
+    run = next(r.run for r in records if r.HasField("run"))
+    assert run.run_group == "ppo_CartPole_ground_truth"
+    assert run.project == "rlzoo"
+    config_keys = {item.key for r in records if r.HasField("config") for item in r.config.update}
+    config_keys |= {item.key for item in run.config.update}
+    assert {"algo", "env", "seed", "total_timesteps"} <= config_keys
+    logged = {item.key or "/".join(item.nested_key) for r in records if r.HasField("history") for item in r.history.item}
+    assert {"rollout/ep_rew_mean", "train/policy_gradient_loss", "time/fps"} <= logged
+    summary = {item.key for r in records if r.HasField("summary") for item in r.summary.update}
+    assert "test/mean_return" in summary and metrics["test/episodes"] == 2
