@@ -188,7 +188,7 @@ def main() -> None:
             runs.append(run)
             print(
                 f"[{repeat + 1}/{args.repeats}] {variant:5s} wall {run['wall_s']:7.2f}s  cpu {run['cpu_s']:7.2f}s  "
-                f"return {run['mean_return']} over {run['eval_episodes']} episodes",
+                f"other load {run['other_cpu_s'] or 0:5.2f}s  return {run['mean_return']} ({run['eval_episodes']} ep)",
                 flush=True,
             )
 
