@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
+from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from rlzoo.errors import ConfigError
 from rlzoo.train import train
 

@@ -7,8 +7,8 @@ from unittest import mock
 
 import gymnasium as gym
 import pytest
-from conftest import Compose
 
+from conftest import Compose
 from rlzoo.algos.factory import build_algorithm_factory, supported_action_spaces
 from rlzoo.config import CONFIG_DIR
 from rlzoo.experiment.settings import RunSettings

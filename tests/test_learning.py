@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Compose
 
+from conftest import Compose
 from rlzoo.train import train
 
 pytestmark = pytest.mark.slow

@@ -5,9 +5,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from wandb.proto import wandb_internal_pb2
 
+from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from rlzoo.train import train
 
 BLOCK = 32 * 1024
@@ -48,7 +48,9 @@ def test_wandb_offline_run_carries_job_config_and_metrics(compose: Compose, tmp_
     config_keys = {item.key for r in records if r.HasField("config") for item in r.config.update}
     config_keys |= {item.key for item in run.config.update}
     assert {"algo", "env", "seed", "total_timesteps"} <= config_keys
-    logged = {item.key or "/".join(item.nested_key) for r in records if r.HasField("history") for item in r.history.item}
+    logged = {
+        item.key or "/".join(item.nested_key) for r in records if r.HasField("history") for item in r.history.item
+    }
     assert {"rollout/ep_rew_mean", "train/policy_gradient_loss", "time/fps"} <= logged
     summary = {item.key for r in records if r.HasField("summary") for item in r.summary.update}
     assert "test/mean_return" in summary and metrics["test/episodes"] == 2

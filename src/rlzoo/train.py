@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlzoo.algos.factory import algorithm_classes, build_algorithm_factory, check_action_space
+from rlzoo.algos.factory import build_algorithm_factory, check_action_space
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.experiment import environment as envs
@@ -41,10 +41,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
     factory = build_algorithm_factory(cfg.algo)
     spec = envs.EnvSpec.from_config(cfg.env)
     representation = envs.Representation.from_config(cfg.srl_model)
-    others = algorithm_classes([CONFIG_DIR])
-    policy = factory.policy_for(representation.policy_family, others)
+    policy = factory.policy_for(representation.policy_family)
     _, action_space = envs.probe_spaces(spec, representation)
-    check_action_space(factory.algo_class, action_space, others)
+    check_action_space(factory.algo_class, action_space)
     formats = check_formats(cfg.logger.formats, settings.verbose)
     wandb_settings = WandbSettings(**cfg.logger.wandb) if cfg.logger.get("wandb") else None
 
@@ -58,7 +57,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         vec_env=settings.vec_env, monitor_dir=run.monitor_dir,
     )  # fmt: skip
     normalizer = envs.normalize_observations(venv) if settings.normalize else None
-    wandb_run = None
+    wandb_run, model = None, None
     try:
         if wandb_settings is not None:
             wandb_run = start_wandb(wandb_settings, run, OmegaConf.to_container(cfg))  # type: ignore[arg-type]
@@ -81,8 +80,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
         if wandb_run is not None:
             wandb_run.summary.update(metrics)
         run.write_test_results(returns, lengths, metrics)
-        model.logger.close()
     finally:
+        if model is not None:
+            model.logger.close()
         venv.close()
         if wandb_run is not None:
             wandb_run.finish()

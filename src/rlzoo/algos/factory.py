@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from typeguard import TypeCheckError, check_type
 
-from rlzoo.config import instantiate
+from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
 
 # Keywords rlzoo sets from run keys; an algo config must not set them.
@@ -48,17 +48,14 @@ class AlgorithmFactory:
     def name(self) -> str:
         return self.algo_class.__name__
 
-    def policy_for(self, family: str, others: dict[str, type[BaseAlgorithm]] | None = None) -> str | type:
-        """The policy to use for a representation needing ``family`` (``Mlp`` or ``Cnn``).
-
-        :param others: algorithms to suggest when this one has no such policy.
-        """
+    def policy_for(self, family: str) -> str | type:
+        """The policy to use for a representation needing ``family`` (``Mlp`` or ``Cnn``)."""
         if self.policy is not None:
             return self.policy
         names = [n for n in self.algo_class.policy_aliases if n.startswith(family)]
         if not names:
             fitting = sorted(
-                k for k, c in (others or {}).items() if any(n.startswith(family) for n in c.policy_aliases)
+                k for k, c in algorithm_classes().items() if any(n.startswith(family) for n in c.policy_aliases)
             )
             raise ConfigError(
                 f"{self.name} has no {family} policy for this srl_model (it offers "
@@ -93,14 +90,14 @@ def supported_action_spaces(algo_class: type[BaseAlgorithm]) -> tuple[type[space
     return tuple(found) if found is not None else None
 
 
-def check_action_space(algo_class: type[BaseAlgorithm], action_space: spaces.Space, others: dict[str, type]) -> None:
+def check_action_space(algo_class: type[BaseAlgorithm], action_space: spaces.Space) -> None:
     """Fail with one message naming the algorithm, the action space and the algorithms that fit."""
     supported = supported_action_spaces(algo_class)
     if supported is None or isinstance(action_space, supported):
         return
     fitting = sorted(
         name
-        for name, cls in others.items()
+        for name, cls in algorithm_classes().items()
         if (found := supported_action_spaces(cls)) is None or isinstance(action_space, found)
     )
     raise ConfigError(
@@ -186,7 +183,7 @@ def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
     return AlgorithmFactory(algo_class, _check_kwargs(algo_class, kwargs), policy)
 
 
-def algorithm_classes(config_dirs: Iterable[Path]) -> dict[str, type[BaseAlgorithm]]:
+def algorithm_classes(config_dirs: Iterable[Path] = (CONFIG_DIR,)) -> dict[str, type[BaseAlgorithm]]:
     """The algorithm class of every option of the ``algo`` group found in ``config_dirs`` (for error messages)."""
     found: dict[str, type[BaseAlgorithm]] = {}
     for folder in config_dirs:
