@@ -118,7 +118,9 @@ def main(cfg: DictConfig) -> float:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise  # the launcher records the failed job and runs the others
         sys.exit(f"rlzoo.train: error: {error}")
-    return metrics.get("test/mean_return", float("nan"))
+    mean_return = metrics.get("test/mean_return", float("nan"))
+    print(f"rlzoo.train: {cfg.run_dir}: {int(metrics['train/timesteps'])} steps, mean test return {mean_return:.2f}")
+    return mean_return
 
 
 if __name__ == "__main__":
