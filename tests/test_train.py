@@ -9,6 +9,7 @@ from pathlib import Path
 import hydra.utils
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
 from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from rlzoo.config import CONFIG_DIR
@@ -102,3 +103,23 @@ def test_test_episodes_zero_still_finishes(compose: Compose, tmp_path: Path) -> 
 def test_total_timesteps_accepts_float(compose: Compose, tmp_path: Path) -> None:
     cfg = compose(["algo=a2c", *TINY_ALGO_RUNS["a2c"], *TINY_RUN, "total_timesteps=1.6e1", "checkpoint_freq=0"])
     assert train(cfg)["train/timesteps"] == 16
+
+
+@pytest.mark.parametrize(("algo", "continuous"), [("sac", True), ("dqn", False), ("ppo", False)])
+def test_mobile_robot_action_type_follows_the_algorithm(
+    algo: str, continuous: bool, compose: Compose, tmp_path: Path
+) -> None:
+    env_overrides = [f"algo={algo}", "env=MobileRobot", *TINY_ALGO_RUNS[algo][1:]]
+    train(compose([*env_overrides, *TINY_RUN, "checkpoint_freq=0"]))
+    saved = OmegaConf.load(tmp_path / "run" / "config.yaml")
+    assert saved.env.continuous is continuous
+    model = hydra.utils.get_class(saved.algo._target_).load(tmp_path / "run" / "model.zip", device="cpu")
+    assert model.action_space.shape == ((2,) if continuous else ())
+
+
+def test_mobile_robot_raw_pixels_render_natively_at_the_training_size(compose: Compose, tmp_path: Path) -> None:
+    overrides = ["algo=ppo", "env=MobileRobot1D", "srl_model=raw_pixels", "srl_model.height=40", "srl_model.width=40"]
+    cfg = compose([*overrides, "algo.n_steps=16", "algo.batch_size=16", "algo.n_epochs=1", "total_timesteps=16"])
+    assert cfg.env.render_size == 40
+    train(compose([*overrides, "algo.n_steps=16", "algo.batch_size=16", "algo.n_epochs=1", *TINY_RUN[1:]]))
+    assert (tmp_path / "run" / "metrics.json").is_file()

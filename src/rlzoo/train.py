@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlzoo.algos.factory import build_algorithm_factory, check_action_space
+from rlzoo.algos.factory import build_algorithm_factory, check_action_space, fit_action_type
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.experiment import environment as envs
@@ -40,6 +40,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
     hardware = Hardware.from_config(cfg.hardware)
     factory = build_algorithm_factory(cfg.algo)
     spec = envs.EnvSpec.from_config(cfg.env)
+    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
+    if "continuous" in spec.kwargs:
+        cfg.env.continuous = spec.kwargs["continuous"]  # the run's config records the action type it trained with
     representation = envs.Representation.from_config(cfg.srl_model)
     policy = factory.policy_for(representation.policy_family)
     _, action_space = envs.probe_spaces(spec, representation)

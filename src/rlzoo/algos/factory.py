@@ -106,6 +106,18 @@ def check_action_space(algo_class: type[BaseAlgorithm], action_space: spaces.Spa
     )
 
 
+def fit_action_type(env_kwargs: dict[str, Any], algo_class: type[BaseAlgorithm]) -> dict[str, Any]:
+    """Resolve an env's ``continuous: null`` to what the algorithm takes: discrete when it can, else continuous.
+
+    Envs offering both (the MobileRobot family) thus train as written with SAC and with DQN, and algorithms that
+    take both (PPO, A2C, TRPO, ARS, RecurrentPPO) get discrete actions, as in the S-RL Toolbox papers.
+    """
+    if "continuous" not in env_kwargs or env_kwargs["continuous"] is not None:
+        return env_kwargs
+    supported = supported_action_spaces(algo_class)
+    return {**env_kwargs, "continuous": supported is not None and spaces.Discrete not in supported}
+
+
 def _coerce(value: Any, hint: Any) -> Any:
     """YAML has no tuples: a list given where the hint allows a tuple but not a list becomes a tuple."""
     if not isinstance(value, list):
