@@ -14,11 +14,10 @@ pytestmark = pytest.mark.slow
     ("overrides", "threshold"),
     [
         (["algo=ppo", "env=CartPole"], 475.0),  # tuned pair, 100k steps
-        (["algo=dqn", "env=CartPole"], 475.0),  # tuned pair, 50k steps
         (["algo=sac", "env=Pendulum"], -200.0),  # tuned pair, 20k steps
         (["algo=td3", "env=Pendulum"], -200.0),  # tuned pair, 20k steps
     ],
-    ids=["ppo-CartPole", "dqn-CartPole", "sac-Pendulum", "td3-Pendulum"],
+    ids=["ppo-CartPole", "sac-Pendulum", "td3-Pendulum"],
 )
 def test_tuned_pair_reaches_threshold(overrides: list[str], threshold: float, compose: Compose) -> None:
     metrics = train(compose([*overrides, "verbose=0"]))
