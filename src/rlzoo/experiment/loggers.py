@@ -77,12 +77,8 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
     """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``)."""
     writers: list[KVWriter] = []
     for name in formats:
-        if name == "stdout":
-            writers.append(make_output_format("stdout", str(run.path)))
-        elif name == "csv":
-            writers.append(make_output_format("csv", str(run.path)))
-        else:
-            writers.append(make_output_format("tensorboard", str(run.tensorboard_dir)))
+        folder = run.tensorboard_dir if name == "tensorboard" else run.path
+        writers.append(make_output_format(name, str(folder)))
     if wandb_run is not None:
         writers.append(WandbWriter(wandb_run))
     return Logger(folder=str(run.path), output_formats=writers)

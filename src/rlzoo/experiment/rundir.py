@@ -76,16 +76,6 @@ def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
         )
 
 
-def load_obs_norm(path: Path, normalizer: VecNormalize) -> None:
-    """Load statistics written by :func:`save_obs_norm` into ``normalizer``."""
-    rms = normalizer.obs_rms
-    assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
-    with np.load(path, allow_pickle=False) as data:
-        rms.mean, rms.var, rms.count = data["mean"], data["var"], float(data["count"])
-        normalizer.clip_obs = float(data["clip_obs"])
-        normalizer.epsilon = float(data["epsilon"])
-
-
 def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
     """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
     with _atomic_path(folder / MODEL) as tmp:
@@ -127,10 +117,6 @@ class RunDir:
     @property
     def tensorboard_dir(self) -> Path:
         return self.path / "tb"
-
-    @property
-    def progress_csv(self) -> Path:
-        return self.path / "progress.csv"
 
     @property
     def checkpoints_dir(self) -> Path:
@@ -182,6 +168,3 @@ class RunDir:
         ]
         atomic_write_text(self.path / TEST_RETURNS, "\n".join(rows) + "\n")
         atomic_write_text(self.metrics, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-
-    def read_metrics(self) -> dict[str, float]:
-        return dict(json.loads(self.metrics.read_text()))
