@@ -6,6 +6,7 @@ override only what differs (actions, targets, distance, ground truth, drawing of
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, TypeAlias
 
 import gymnasium as gym
@@ -119,6 +120,9 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
         self.render_size = render_size
         self.max_steps = max_steps
         self._renderer = TopDownRenderer(render_size)
+        # The background with the targets drawn, redrawn only when the targets change (once per episode).
+        self._scene: NDArray[np.uint8] | None = None
+        self._scene_key: tuple[bytes, int] | None = None
 
         self.action_space: spaces.Space[Any] = (
             spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32) if continuous else spaces.Discrete(self.n_actions)
@@ -147,8 +151,7 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
 
     def _distance(self) -> float:
         """:return: the distance from the robot to the current target, compared with ``reward_radius``."""
-        dx, dy = self._robot - self._targets[self._current]
-        return float(np.hypot(dx, dy))
+        return math.dist(self._robot.tolist(), self._targets[self._current].tolist())
 
     def _sample_target(self) -> Position:
         """:return: a random target position (``random_target``)."""
@@ -260,9 +263,13 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode: pass render_mode='rgb_array' at construction")
             return None
-        image = self._renderer.new_frame()
-        self._draw_targets(image)
-        x, y = self._robot
+        key = (self._targets.tobytes(), self._current)
+        if self._scene is None or key != self._scene_key:
+            self._scene = self._renderer.new_frame()
+            self._draw_targets(self._scene)
+            self._scene_key = key
+        image = self._scene.copy()
+        x, y = self._robot.tolist()
         self._renderer.fill_rect(
             image, x - ROBOT_LENGTH / 2, x + ROBOT_LENGTH / 2, y - ROBOT_WIDTH / 2, y + ROBOT_WIDTH / 2, render.ROBOT
         )
