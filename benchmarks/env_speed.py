@@ -5,12 +5,15 @@ Measured in one process, random actions, episodes reset as they end:
 * ``ground_truth``: ``gymnasium.make("rlzoo/MobileRobot-v0")``, the state vector only;
 * ``pixels_224`` / ``pixels_64``: the raw-pixels observation exactly as training builds it (``rlzoo.train``'s
   ``srl_model=raw_pixels`` wrapper: ``render_mode="rgb_array"``, rendered natively at that size), one image per step;
-* ``vec_env``: the vectorised env of the tuned PPO run (8 envs, Monitor, DummyVecEnv), agent steps per second.
+* ``vec_env``: the vectorised env of the tuned PPO run (``conf/algo_env/ppo_MobileRobot.yaml``: its ``n_envs`` and
+  ``vec_env``, with its episode monitor), agent steps per second;
+* ``vec_env_dummy``: the same envs in SB3's ``DummyVecEnv`` (``gym.make`` + ``Monitor`` per env), for comparison.
 
 Then one PPO training run with the tuned pair (``algo=ppo env=MobileRobot env.random_target=true``; ``--ppo-steps``
 agent steps) in which the vec env's ``step``/``reset`` calls are timed: the env share is their time over the
-``learn()`` wall time. The original (PyBullet, 224² images) ran about 800 steps/s; goals here: pixels at 224² at least
-40 times that (32,000 steps/s), env share of PPO ground-truth training at most 10 %.
+``learn()`` time, in wall-clock seconds and in this process's CPU seconds (one torch thread; the CPU share is the
+steadier figure on a machine shared with other jobs). The original (PyBullet, 224² images) ran about 800 steps/s;
+goals here: pixels at 224² at least 40 times that (32,000 steps/s), env share of PPO ground-truth training at most 10 %.
 
     python benchmarks/env_speed.py                     # ~1 min on 2 cores
     python benchmarks/env_speed.py --steps 2000 --ppo-steps 4096   # smoke run
@@ -21,16 +24,20 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+from omegaconf import DictConfig
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 import rlzoo  # noqa: F401  (registers rlzoo/MobileRobot-v0)
+from rlzoo.algos.factory import build_algorithm_factory, fit_action_type
 from rlzoo.config import compose_config, instantiate
 from rlzoo.experiment import environment as envs
 from rlzoo.srl.pixels import rendered_pixels
@@ -54,6 +61,7 @@ def single_env_speed(env: gym.Env, steps: int, seed: int = 0) -> float:
 def vec_env_speed(venv: VecEnv, steps: int) -> float:
     """Agent steps per second of ``venv`` under random actions (``steps`` summed over its envs)."""
     venv.reset()
+    venv.action_space.seed(0)
     rounds = max(1, steps // venv.num_envs)
     actions = [np.array([venv.action_space.sample() for _ in range(venv.num_envs)]) for _ in range(rounds)]
     start = time.perf_counter()
@@ -62,50 +70,77 @@ def vec_env_speed(venv: VecEnv, steps: int) -> float:
     return rounds * venv.num_envs / (time.perf_counter() - start)
 
 
+class Clock:
+    """Wall-clock and CPU seconds added up over the timed calls."""
+
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.cpu = 0.0
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.wall += time.perf_counter() - wall
+            self.cpu += time.process_time() - cpu
+
+
 class TimedVecEnv(VecEnvWrapper):
-    """Adds up the seconds spent in the wrapped vec env's ``reset`` and ``step``."""
+    """Adds up the time spent in the wrapped vec env's ``reset`` and ``step`` (``clock``)."""
 
     def __init__(self, venv: VecEnv) -> None:
         super().__init__(venv)
-        self.seconds = 0.0
+        self.clock = Clock()
 
     def reset(self) -> VecEnvObs:
-        start = time.perf_counter()
-        obs = self.venv.reset()
-        self.seconds += time.perf_counter() - start
-        return obs
+        with self.clock.timing():
+            return self.venv.reset()
 
     def step_async(self, actions: np.ndarray) -> None:
-        start = time.perf_counter()
-        self.venv.step_async(actions)
-        self.seconds += time.perf_counter() - start
+        with self.clock.timing():
+            self.venv.step_async(actions)
 
     def step_wait(self) -> VecEnvStepReturn:
-        start = time.perf_counter()
-        result = self.venv.step_wait()
-        self.seconds += time.perf_counter() - start
-        return result
+        with self.clock.timing():
+            return self.venv.step_wait()
 
 
-def ppo_env_share(total_timesteps: int) -> dict[str, float]:
-    """Train PPO with the tuned MobileRobot pair, timing the vec env; returns the env share of ``learn()``."""
-    cfg = compose_config(["algo=ppo", "env=MobileRobot", "env.random_target=true"], run_dir="unused")
+def tuned_ppo_config() -> DictConfig:
+    """The config of the tuned PPO run on MobileRobot with random targets (ground truth)."""
+    return compose_config(["algo=ppo", "env=MobileRobot", "env.random_target=true"], run_dir="unused")
+
+
+def make_vec_env_of(cfg: DictConfig, vec_env: str) -> VecEnv:
+    """The vec env that ``rlzoo.train`` builds for ``cfg`` (without monitor files), as ``vec_env``."""
     spec = envs.EnvSpec.from_config(cfg.env)
+    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, build_algorithm_factory(cfg.algo).algo_class))
     representation = envs.Representation.from_config(cfg.srl_model)
-    timed = TimedVecEnv(envs.make_env(spec, representation, n_envs=cfg.n_envs, seed=0))
+    return envs.make_env(spec, representation, n_envs=cfg.n_envs, seed=cfg.seed, vec_env=vec_env)
+
+
+def ppo_env_share(total_timesteps: int) -> dict[str, Any]:
+    """Train PPO with the tuned MobileRobot pair, timing the vec env; returns the env share of ``learn()``."""
+    cfg = tuned_ppo_config()
+    timed = TimedVecEnv(make_vec_env_of(cfg, cfg.vec_env))
     normalizer = envs.normalize_observations(timed)  # as rlzoo.train: normalisation sits above the env, not in it
     factory = instantiate(cfg.algo)
     model = factory(env=normalizer, policy="MlpPolicy", seed=0, verbose=0, device="cpu")
-    start = time.perf_counter()
-    model.learn(total_timesteps)
-    learn_seconds = time.perf_counter() - start
+    learn = Clock()
+    with learn.timing():
+        model.learn(total_timesteps)
     timed.close()
     return {
+        "ppo_vec_env": cfg.vec_env,
         "ppo_steps": float(model.num_timesteps),
-        "learn_seconds": learn_seconds,
-        "env_seconds": timed.seconds,
-        "env_share": timed.seconds / learn_seconds,
-        "ppo_steps_per_second": model.num_timesteps / learn_seconds,
+        "learn_seconds": learn.wall,
+        "learn_cpu_seconds": learn.cpu,
+        "env_seconds": timed.clock.wall,
+        "env_cpu_seconds": timed.clock.cpu,
+        "env_share": timed.clock.wall / learn.wall,
+        "env_cpu_share": timed.clock.cpu / learn.cpu,
+        "ppo_steps_per_second": model.num_timesteps / learn.wall,
     }
 
 
@@ -122,21 +157,27 @@ def main() -> None:
     for size in (224, 64):
         env = gym.make("rlzoo/MobileRobot-v0", random_target=True, render_mode="rgb_array", render_size=size)
         results[f"pixels_{size}"] = single_env_speed(rendered_pixels(env, size, size), args.steps)
-    cfg = compose_config(["algo=ppo", "env=MobileRobot", "env.random_target=true"], run_dir="unused")
-    spec = envs.EnvSpec.from_config(cfg.env)
-    venv = envs.make_env(spec, envs.Representation.from_config(cfg.srl_model), n_envs=cfg.n_envs, seed=0)
-    results["vec_env"] = vec_env_speed(venv, args.steps)
-    venv.close()
-    results["vec_env_n_envs"] = cfg.n_envs
+    cfg = tuned_ppo_config()
+    for name, vec_env in (("vec_env", cfg.vec_env), ("vec_env_dummy", "dummy")):
+        venv = make_vec_env_of(cfg, vec_env)
+        results[name] = vec_env_speed(venv, args.steps)
+        venv.close()
+    results["vec_env_kind"], results["vec_env_n_envs"] = cfg.vec_env, cfg.n_envs
     results |= ppo_env_share(args.ppo_steps)
 
     speedup = results["pixels_224"] / ORIGINAL_STEPS_PER_SECOND
+    tuned = f"vec_env ({cfg.vec_env}, {cfg.n_envs} envs)"
     print(f"{'measurement':<34} {'value':>12}")
-    for name in ("ground_truth", "pixels_224", "pixels_64", "vec_env"):
-        print(f"{name + ' (steps/s)':<34} {results[name]:>12,.0f}")
+    for name, label in [(n, n) for n in ("ground_truth", "pixels_224", "pixels_64")] + [
+        ("vec_env", tuned),
+        ("vec_env_dummy", f"vec_env (dummy, {cfg.n_envs} envs)"),
+    ]:
+        print(f"{label + ' (steps/s)':<34} {results[name]:>12,.0f}")
     print(f"{'pixels_224 / original (800/s)':<34} {speedup:>11.1f}x   goal >= 40x")
+    print(f"{tuned[:-1] + ' / dummy)':<34} {results['vec_env'] / results['vec_env_dummy']:>11.1f}x")
     print(f"{'PPO learn() seconds':<34} {results['learn_seconds']:>12.1f}   ({results['ppo_steps']:,.0f} steps)")
-    print(f"{'env share of PPO training':<34} {100 * results['env_share']:>11.1f}%   goal <= 10%")
+    print(f"{'env share of PPO training (wall)':<34} {100 * results['env_share']:>11.1f}%   goal <= 10%")
+    print(f"{'env share of PPO training (CPU)':<34} {100 * results['env_cpu_share']:>11.1f}%")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"raw figures: {args.out}")

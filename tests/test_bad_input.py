@@ -66,6 +66,6 @@ def test_a_finished_run_is_never_overwritten(compose: Compose, tmp_path: Path) -
     overrides = ["algo=a2c", *TINY_ALGO_RUNS["a2c"], *TINY_RUN]
     train(compose(overrides))
     before = (tmp_path / "run" / "metrics.json").read_text()
-    with pytest.raises(ConfigError, match=r"already holds a trained run"):
+    with pytest.raises(ConfigError, match=r"holds a finished run"):
         train(compose(overrides))
     assert (tmp_path / "run" / "metrics.json").read_text() == before

@@ -1,8 +1,29 @@
 """rlzoo: reinforcement learning on top of state representation learning (SB3 + Gymnasium + Hydra).
 
-Importing rlzoo registers its Gymnasium environments (``rlzoo/MobileRobot-v0`` ...).
+Importing rlzoo registers its Gymnasium environments (``rlzoo/MobileRobot-v0`` ...) and nothing heavier: the agent API
+(``preset``, ``run_experiment``, ``load_agent``, ``State``, ``StateArray``) is imported on first use.
 """
+
+from typing import Any
 
 import rlzoo.envs  # noqa: F401  (registers the rlzoo/ env ids)
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "preset": "rlzoo.agents.presets",
+    "load_agent": "rlzoo.agents.frozen",
+    "State": "rlzoo.agents.state",
+    "StateArray": "rlzoo.agents.state",
+    "run_experiment": "rlzoo.experiment.run_experiment",
+}
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the agent API on first use (``from rlzoo import preset``), keeping ``import rlzoo`` light."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rlzoo' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -25,6 +25,7 @@ from rlzoo.experiment import environment as envs
 from rlzoo.experiment.callbacks import Checkpoint, Returns100
 from rlzoo.experiment.evaluation import run_test_episodes, summarize
 from rlzoo.experiment.loggers import WandbSettings, check_formats, make_logger, start_wandb
+from rlzoo.experiment.resume import find_resume_point, resume_config, resume_model, truncate_logs
 from rlzoo.experiment.rundir import RunDir, save_model
 from rlzoo.experiment.settings import Hardware, RunSettings
 
@@ -35,6 +36,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
     Every input is checked before the run dir is written to; ``metrics.json`` is written last.
     """
     started = time.perf_counter()
+    if cfg.get("resume"):
+        cfg = resume_config(Path(cfg.resume), cfg, overrides=[])
     OmegaConf.resolve(cfg)
     settings = RunSettings.from_config(cfg)
     hardware = Hardware.from_config(cfg.hardware)
@@ -43,7 +46,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
     if "continuous" in spec.kwargs:
         cfg.env.continuous = spec.kwargs["continuous"]  # the run's config records the action type it trained with
-    representation = envs.Representation.from_config(cfg.srl_model)
+    representation = envs.Representation.from_config(cfg.srl_model, spec.id)  # pins a learned encoder
     policy = factory.policy_for(representation.policy_family)
     _, action_space = envs.probe_spaces(spec, representation)
     check_action_space(factory.algo_class, action_space)
@@ -51,28 +54,41 @@ def train(cfg: DictConfig) -> dict[str, float]:
     wandb_settings = WandbSettings(**cfg.logger.wandb) if cfg.logger.get("wandb") else None
 
     run = RunDir(Path(settings.run_dir))
-    run.claim()
+    resume_point = find_resume_point(run, cfg)  # None: a fresh start
+    run.path.mkdir(parents=True, exist_ok=True)
+    truncate_logs(run, resume_point)
+    if resume_point is not None:
+        run.record_resume(resume_point.timesteps)
     run.write_config(cfg)
     hardware.apply()
-    set_random_seed(settings.seed)
+    seed = settings.seed + max(resume_point.timesteps, 0) if resume_point else settings.seed  # new episodes on resume
+    set_random_seed(seed)
     venv = envs.make_env(
-        spec, representation, n_envs=settings.n_envs, seed=settings.seed,
-        vec_env=settings.vec_env, monitor_dir=run.monitor_dir,
+        spec, representation, n_envs=settings.n_envs, seed=seed, vec_env=settings.vec_env,
+        monitor_dir=run.monitor_dir, monitor_append=resume_point is not None,
     )  # fmt: skip
     normalizer = envs.normalize_observations(venv) if settings.normalize else None
     wandb_run, model = None, None
     try:
         if wandb_settings is not None:
             wandb_run = start_wandb(wandb_settings, run, OmegaConf.to_container(cfg))  # type: ignore[arg-type]
-        model = factory(
-            env=normalizer or venv, policy=policy, seed=settings.seed,
-            device=hardware.device, verbose=settings.verbose,
-        )  # fmt: skip
+        model_kwargs: dict[str, Any] = {"env": normalizer or venv, "device": hardware.device}
+        model_kwargs["verbose"] = settings.verbose
+        if resume_point is None:
+            model = factory(policy=policy, seed=seed, **model_kwargs)
+        else:
+            model = resume_model(factory.algo_class, resume_point, normalizer, **model_kwargs)
         model.set_logger(make_logger(run, formats, wandb_run))
-        callbacks: list[Any] = [Returns100(run.returns100)]
+        returns100 = Returns100(run.returns100, pending=resume_point.pending_returns if resume_point else ())
+        callbacks: list[Any] = [returns100]
         if settings.checkpoint_freq:
-            callbacks.append(Checkpoint(run, settings.checkpoint_freq, normalizer))
-        model.learn(settings.total_timesteps, callback=callbacks, progress_bar=settings.progress_bar)
+            callbacks.append(Checkpoint(run, settings.checkpoint_freq, normalizer, returns100))
+        remaining = settings.total_timesteps - model.num_timesteps
+        if remaining > 0:
+            model.learn(
+                remaining, callback=callbacks, progress_bar=settings.progress_bar,
+                reset_num_timesteps=resume_point is None,
+            )  # fmt: skip
         train_seconds = time.perf_counter() - started
         save_model(run.path, model, normalizer)
         metrics = {"train/timesteps": float(model.num_timesteps), "time/train_seconds": train_seconds}
@@ -116,6 +132,9 @@ def _test(
 def main(cfg: DictConfig) -> float:
     """Hydra entrypoint: returns the mean test return, so that a sweeper can optimise it."""
     try:
+        if cfg.get("resume"):
+            overrides = [o for o in HydraConfig.get().overrides.task if o.split("=", 1)[0] != "resume"]
+            cfg = resume_config(Path(cfg.resume), cfg, overrides)
         metrics = train(cfg)
     except ConfigError as error:
         if HydraConfig.get().mode == RunMode.MULTIRUN:

@@ -59,9 +59,10 @@ class MobileRobot1DEnv(MobileRobotEnv):
             return np.full(1, -ARENA_SIZE), np.full(1, ARENA_SIZE)
         return np.zeros(2), np.full(2, ARENA_SIZE)
 
-    def _ground_truth(self) -> NDArray[np.float64]:
-        robot_x, target_x = self._robot[0], self._targets[0, 0]
-        return np.array([robot_x - target_x] if self.relative_ground_truth else [robot_x, target_x])
+    def _ground_truths(self, robots: Position, targets: Position) -> NDArray[np.float64]:
+        if self.relative_ground_truth:
+            return robots[..., :1] - targets[..., :1]
+        return np.concatenate([robots[..., :1], targets[..., :1]], axis=-1)
 
 
 class MobileRobotLineTargetEnv(MobileRobotEnv):
@@ -102,12 +103,17 @@ class MobileRobotLineTargetEnv(MobileRobotEnv):
             return np.array([-ARENA_SIZE, 0.0]), np.full(2, ARENA_SIZE)
         return np.zeros(3), np.full(3, ARENA_SIZE)
 
-    def _ground_truth(self) -> NDArray[np.float64]:
-        (robot_x, robot_y), target_x = self._robot, self._targets[0, 0]
-        return np.array([robot_x - target_x, robot_y] if self.relative_ground_truth else [robot_x, robot_y, target_x])
+    def _ground_truths(self, robots: Position, targets: Position) -> NDArray[np.float64]:
+        if self.relative_ground_truth:
+            return np.concatenate([robots[..., :1] - targets[..., :1], robots[..., 1:]], axis=-1)
+        return np.concatenate([robots, targets[..., :1]], axis=-1)
+
+    @staticmethod
+    def _distances(robots: Position, targets: Position) -> NDArray[np.float64]:
+        return np.abs(robots[..., 0] - targets[..., 0])
 
     def _distance(self) -> float:
-        return float(abs(self._robot[0] - self._targets[0, 0]))
+        return abs(float(self._robot[0] - self._targets[0, 0]))
 
     def _sample_target(self) -> Position:
         return np.array([self.np_random.uniform(*TARGET_LIMITS), LINE_Y])
@@ -163,14 +169,13 @@ class MobileRobot2TargetEnv(MobileRobotEnv):
     default_targets: ClassVar[tuple[tuple[float, float], ...]] = ((3.6, 3.0), (0.4, 3.0))
     target_colours: ClassVar[tuple[render.Colour, ...]] = (render.TARGET, render.SECOND_TARGET)
 
-    def _on_target(self) -> None:
-        self._current = min(self._current + 1, len(self.default_targets) - 1)
-
-    def _info(self, bumped: bool) -> dict[str, Any]:
-        info = super()._info(bumped)
-        info["is_success"] = info["is_success"] and self._current == len(self.default_targets) - 1
-        info["target_positions"] = self._targets.copy()
-        info["current_target"] = self._current
+    @classmethod
+    def _make_info(
+        cls, robot: Position, targets: Position, current: int, success: bool, bumped: bool
+    ) -> dict[str, Any]:
+        info = super()._make_info(robot, targets, current, success, bumped)
+        info["target_positions"] = targets.copy()
+        info["current_target"] = current
         return info
 
     def _draw_targets(self, image: NDArray[np.uint8]) -> None:

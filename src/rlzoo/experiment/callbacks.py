@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -9,6 +10,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
+from rlzoo.experiment.resume import log_state
 from rlzoo.experiment.rundir import RETURNS100_HEADER, RunDir
 
 
@@ -18,13 +20,14 @@ class Returns100(BaseCallback):
 
     :param path: the CSV file (appended to when it exists).
     :param window: episodes per row.
+    :param pending: returns of episodes not yet written (a resumed run's, from its checkpoint).
     """
 
-    def __init__(self, path: Path, window: int = 100) -> None:
+    def __init__(self, path: Path, window: int = 100, pending: Sequence[float] = ()) -> None:
         super().__init__()
         self.path = path
         self.window = window
-        self._returns: list[float] = []
+        self._returns: list[float] = list(pending)
         self._stream: TextIO | None = None
         self._seen: list[int] | None = None  # episodes already read per Monitor (polling mode only)
 
@@ -61,6 +64,11 @@ class Returns100(BaseCallback):
         if len(self._returns) == self.window:
             self._write_row()
 
+    @property
+    def pending(self) -> list[float]:
+        """Returns of the episodes since the last written row."""
+        return list(self._returns)
+
     def _write_row(self) -> None:
         assert self._stream is not None
         values = np.asarray(self._returns)
@@ -85,13 +93,17 @@ class Checkpoint(BaseCallback):
     :param run: the run directory.
     :param every_steps: checkpoint interval in agent steps.
     :param normalizer: the training env's observation normaliser, if any.
+    :param returns100: the run's returns100 writer, whose unwritten episodes go into the resume state.
     """
 
-    def __init__(self, run: RunDir, every_steps: int, normalizer: VecNormalize | None) -> None:
+    def __init__(
+        self, run: RunDir, every_steps: int, normalizer: VecNormalize | None, returns100: Returns100 | None = None
+    ) -> None:
         super().__init__()
         self.run = run
         self.every_steps = every_steps
         self.normalizer = normalizer
+        self.returns100 = returns100
         self._next = every_steps
 
     def _on_training_start(self) -> None:
@@ -100,6 +112,8 @@ class Checkpoint(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next:
-            self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer)
+            pending = self.returns100.pending if self.returns100 is not None else []
+            state = log_state(self.run, pending)
+            self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer, state)
             self._on_training_start()
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
 from rlzoo.config import instantiate
+from rlzoo.envs.batched import BatchedMobileRobot, PerEnvMonitor
 from rlzoo.errors import ConfigError
+from rlzoo.srl.encoder import pin_encoder
+from rlzoo.srl.pixels import rendered_pixels
 
 VEC_ENV_CLASSES: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {
     "dummy": DummyVecEnv,
@@ -54,10 +58,15 @@ class Representation:
     vec_wrapper: Callable[[VecEnv], VecEnv] | None
 
     @classmethod
-    def from_config(cls, srl_cfg: DictConfig) -> Representation:
+    def from_config(cls, srl_cfg: DictConfig, env_id: str | None = None) -> Representation:
+        """The representation of ``srl_cfg``. A learned encoder's ``checkpoint`` (``latest``, a path) is resolved
+        to one encoder folder checked against ``env_id`` and written back into ``srl_cfg``, so that the run's config
+        records it (:func:`rlzoo.srl.encoder.pin_encoder`)."""
         family = srl_cfg.policy
         if family not in ("Mlp", "Cnn"):
             raise ConfigError(f"srl_model.policy={family!r} is not a policy family; allowed: Mlp, Cnn")
+        if "checkpoint" in srl_cfg:
+            pin_encoder(srl_cfg, env_id)
         return cls(
             name=str(srl_cfg.name),
             policy_family=family,
@@ -113,20 +122,57 @@ def make_env(
     seed: int,
     vec_env: str = "dummy",
     monitor_dir: Path | None = None,
+    monitor_append: bool = False,
 ) -> VecEnv:
-    """The vectorised env: ``n_envs`` copies (seeds ``seed + rank``), Monitor, representation wrappers."""
-    venv = make_vec_env(
-        spec.id,
-        n_envs=n_envs,
-        seed=seed,
-        env_kwargs={**spec.kwargs, **representation.make_kwargs},
-        monitor_dir=str(monitor_dir) if monitor_dir is not None else None,
-        wrapper_class=representation.observation_wrapper,
-        vec_env_cls=VEC_ENV_CLASSES[vec_env],
-    )
+    """The vectorised env: ``n_envs`` copies (seeds ``seed + rank``), Monitor, representation wrappers.
+
+    :param vec_env: ``dummy`` or ``subproc`` (:data:`VEC_ENV_CLASSES`), or ``batched`` (:func:`make_batched_env`).
+    :param monitor_append: continue existing monitor files (a resumed run) instead of starting them afresh.
+    """
+    if vec_env == "batched":
+        venv = make_batched_env(spec, representation, n_envs, seed, monitor_dir, monitor_append)
+    else:
+        venv = make_vec_env(
+            spec.id,
+            n_envs=n_envs,
+            seed=seed,
+            env_kwargs={**spec.kwargs, **representation.make_kwargs},
+            monitor_dir=str(monitor_dir) if monitor_dir is not None else None,
+            monitor_kwargs={"override_existing": not monitor_append},
+            wrapper_class=representation.observation_wrapper,
+            vec_env_cls=VEC_ENV_CLASSES[vec_env],
+        )
     if representation.vec_wrapper is not None:
         venv = representation.vec_wrapper(venv)
     return venv
+
+
+def make_batched_env(
+    spec: EnvSpec,
+    representation: Representation,
+    n_envs: int,
+    seed: int,
+    monitor_dir: Path | None = None,
+    monitor_append: bool = False,
+) -> VecEnv:
+    """``vec_env=batched``: the MobileRobot family with all envs stepped as one array operation, one monitor file per
+    env as with ``make_vec_env``; observations are the ground truth or the env's render at its own size (raw pixels).
+    """
+    wrapper = representation.observation_wrapper
+    pixels = isinstance(wrapper, functools.partial) and wrapper.func is rendered_pixels
+    if wrapper is not None and not pixels:
+        raise ConfigError(
+            f"vec_env=batched observes the ground truth or rendered pixels, not srl_model={representation.name}'s "
+            "per-env wrapper: use vec_env=dummy"
+        )
+    try:
+        venv = BatchedMobileRobot(spec.id, n_envs, seed, pixels, **spec.kwargs, **representation.make_kwargs)
+    except ValueError as error:
+        raise ConfigError(f"vec_env=batched: {error}") from None
+    size = (wrapper.keywords.get("height"), wrapper.keywords.get("width")) if pixels else None  # type: ignore[union-attr]
+    if size is not None and size != venv.observation_space.shape[:2]:  # type: ignore[index]
+        raise ConfigError(f"vec_env=batched renders {spec.id} at env.render_size, not at {size}: use vec_env=dummy")
+    return PerEnvMonitor(venv, monitor_dir, spec.id, override_existing=not monitor_append)
 
 
 def normalize_observations(venv: VecEnv) -> VecNormalize:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stable_baselines3.common.logger import KVWriter, Logger, make_output_format
+from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import RunDir
@@ -48,6 +49,20 @@ class WandbWriter(KVWriter):
         """The W&B run is finished by the owner of the logger (in a ``finally``)."""
 
 
+class AppendingCSVOutputFormat(CSVOutputFormat):
+    """SB3's CSV writer, continuing an existing file (a resumed run) instead of truncating it."""
+
+    def __init__(self, filename: str) -> None:
+        if not os.path.isfile(filename) or os.path.getsize(filename) == 0:
+            super().__init__(filename)
+            return
+        self.file = open(filename, "r+")  # noqa: SIM115  (closed by close(), as in SB3)
+        self.keys = [key for key in self.file.readline().rstrip("\n").split(",") if key]
+        self.separator = ","
+        self.quotechar = '"'
+        self.file.seek(0, os.SEEK_END)
+
+
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
     """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
     import wandb
@@ -77,8 +92,11 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
     """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``)."""
     writers: list[KVWriter] = []
     for name in formats:
-        folder = run.tensorboard_dir if name == "tensorboard" else run.path
-        writers.append(make_output_format(name, str(folder)))
+        if name == "csv":
+            writers.append(AppendingCSVOutputFormat(str(run.progress)))
+        else:
+            folder = run.tensorboard_dir if name == "tensorboard" else run.path
+            writers.append(make_output_format(name, str(folder)))
     if wandb_run is not None:
         writers.append(WandbWriter(wandb_run))
     return Logger(folder=str(run.path), output_formats=writers)

@@ -5,11 +5,13 @@ A run directory holds::
     config.yaml            the resolved config (written before training starts)
     model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
     obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
-    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz), each folder appears atomically
+    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume); atomic
     monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor)
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
     test_returns.csv       one row per test episode: episode,return,length
+    resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
+    error.txt              the error of a sweep job that failed
     metrics.json           summary; written last, so its presence means the run finished
 """
 
@@ -22,7 +24,9 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -39,6 +43,12 @@ METRICS = "metrics.json"
 TEST_RETURNS = "test_returns.csv"
 RETURNS100 = "returns100.csv"
 RETURNS100_HEADER = "frame,mean,std,max,min"
+MONITOR_SUFFIX = ".monitor.csv"
+PROGRESS = "progress.csv"
+CHECKPOINT_STATE = "state.json"
+RESUMES = "resumes.csv"
+ERROR = "error.txt"
+ENJOY = "enjoy"
 
 
 @contextmanager
@@ -48,6 +58,7 @@ def _atomic_path(final: Path) -> Iterator[Path]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=final.suffix, dir=final.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    tmp.chmod(0o644)  # mkstemp makes files owner-only; results are for everyone who may read the run dir
     try:
         yield tmp
         os.replace(tmp, final)
@@ -74,6 +85,24 @@ def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
             clip_obs=np.asarray(normalizer.clip_obs),
             epsilon=np.asarray(normalizer.epsilon),
         )
+
+
+class ObsNorm(NamedTuple):
+    """Observation-normalisation statistics as :func:`save_obs_norm` writes them."""
+
+    rms: RunningMeanStd
+    clip_obs: float
+    epsilon: float
+
+
+def load_obs_norm(path: Path) -> ObsNorm:
+    """Read statistics written by :func:`save_obs_norm` (plain arrays, no pickle)."""
+    with np.load(path, allow_pickle=False) as data:
+        rms = RunningMeanStd(shape=data["mean"].shape)
+        rms.mean = data["mean"].astype(np.float64)
+        rms.var = data["var"].astype(np.float64)
+        rms.count = float(data["count"])
+        return ObsNorm(rms, float(data["clip_obs"]), float(data["epsilon"]))
 
 
 def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
@@ -115,12 +144,48 @@ class RunDir:
         return self.path / "monitor"
 
     @property
+    def test_returns(self) -> Path:
+        return self.path / TEST_RETURNS
+
+    @property
+    def enjoy_dir(self) -> Path:
+        """Where replay (``rlzoo.enjoy``) writes its videos and plots."""
+        return self.path / ENJOY
+
+    def monitor_files(self) -> list[Path]:
+        """The SB3 Monitor CSVs, one per env rank."""
+        if not self.monitor_dir.is_dir():
+            return []
+        return sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}"))
+
+    @property
     def tensorboard_dir(self) -> Path:
         return self.path / "tb"
 
     @property
     def checkpoints_dir(self) -> Path:
         return self.path / "checkpoints"
+
+    @property
+    def progress(self) -> Path:
+        return self.path / PROGRESS
+
+    @property
+    def error(self) -> Path:
+        return self.path / ERROR
+
+    def resumes(self) -> list[int]:
+        """The step counts this run was resumed from, in order (empty for a run that never resumed)."""
+        path = self.path / RESUMES
+        if not path.is_file():
+            return []
+        return [int(line.split(",")[1]) for line in path.read_text().splitlines()[1:] if line.count(",") == 1]
+
+    def record_resume(self, steps: int) -> None:
+        path = self.path / RESUMES
+        new = not path.is_file()
+        with path.open("a") as stream:
+            stream.write(("time,steps\n" if new else "") + f"{datetime.now().isoformat(timespec='seconds')},{steps}\n")
 
     def checkpoint(self, steps: int) -> Path:
         return self.checkpoints_dir / str(steps)
@@ -135,6 +200,15 @@ class RunDir:
     def is_finished(self) -> bool:
         return self.metrics.is_file()
 
+    def is_run(self) -> bool:
+        """A run dir is any folder holding the resolved ``config.yaml`` (written before training starts)."""
+        return self.config.is_file()
+
+    def read_config(self) -> DictConfig:
+        config = OmegaConf.load(self.config)
+        assert isinstance(config, DictConfig), f"{self.config} does not hold a mapping"
+        return config
+
     def claim(self) -> None:
         """Make sure this run may be written: refuse to overwrite a run that already trained here."""
         if self.model.exists() or self.is_finished() or self.checkpoints():
@@ -147,13 +221,17 @@ class RunDir:
     def write_config(self, cfg: DictConfig) -> None:
         atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
 
-    def save_checkpoint(self, steps: int, model: BaseAlgorithm, normalizer: VecNormalize | None) -> Path:
-        """Write a checkpoint folder that appears complete or not at all."""
+    def save_checkpoint(
+        self, steps: int, model: BaseAlgorithm, normalizer: VecNormalize | None, state: dict[str, Any] | None = None
+    ) -> Path:
+        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state)."""
         final = self.checkpoint(steps)
         self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
         try:
             save_model(staging, model, normalizer)
+            if state is not None:
+                (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
             if final.exists():
                 shutil.rmtree(final)
             os.replace(staging, final)

@@ -52,7 +52,7 @@ class RunSettings:
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> RunSettings:
-        known = set(cls.__dataclass_fields__) | set(GROUPS)
+        known = set(cls.__dataclass_fields__) | set(GROUPS) | {"resume"}  # resume: read by the train entrypoint
         unknown = sorted(str(k) for k in cfg if k not in known)
         if unknown:
             raise ConfigError(f"unknown run key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
@@ -60,7 +60,7 @@ class RunSettings:
             seed=_integer("seed", cfg.seed, 0),
             total_timesteps=_integer("total_timesteps", cfg.total_timesteps, 1),
             n_envs=_integer("n_envs", cfg.n_envs, 1),
-            vec_env=_choice("vec_env", cfg.vec_env, ("dummy", "subproc")),
+            vec_env=_choice("vec_env", cfg.vec_env, ("dummy", "subproc", "batched")),
             normalize=_flag("normalize", cfg.normalize),
             checkpoint_freq=_integer("checkpoint_freq", cfg.checkpoint_freq, 0),
             test_episodes=_integer("test_episodes", cfg.test_episodes, 0),

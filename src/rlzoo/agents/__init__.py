@@ -1,0 +1,27 @@
+"""The agent API: an agent takes a state and returns an action; the control loop is the caller's.
+
+- :class:`State` / :class:`StateArray`: what agents are handed; :class:`Agent` / :class:`ParallelAgent`: the protocols.
+- :func:`preset`: an algorithm with settings, bound to an env with ``.env(name)``; ``.agent()`` acts and learns,
+  ``.test_agent()`` acts with learning off.
+- :func:`load_agent`: the test agent of a run dir.
+"""
+
+from rlzoo.agents.frozen import TestAgent, load_agent
+from rlzoo.agents.presets import BoundPreset, Preset, preset
+from rlzoo.agents.state import Agent, ParallelAgent, State, StateArray
+from rlzoo.agents.training import OffPolicyAgent, OnPolicyAgent, TrainingAgent
+
+__all__ = [
+    "Agent",
+    "BoundPreset",
+    "OffPolicyAgent",
+    "OnPolicyAgent",
+    "ParallelAgent",
+    "Preset",
+    "State",
+    "StateArray",
+    "TestAgent",
+    "TrainingAgent",
+    "load_agent",
+    "preset",
+]

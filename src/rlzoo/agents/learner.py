@@ -1,0 +1,109 @@
+"""From a composed config to a model that learns from states handed in (the preset's side of ``train(cfg)``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.vec_env import VecNormalize
+
+from rlzoo.agents.held import HeldVecEnv
+from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space, fit_action_type
+from rlzoo.experiment import environment as envs
+from rlzoo.experiment.settings import Hardware, RunSettings
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What ``train(cfg)`` checks before it writes anything, typed: every bad input has failed once this exists.
+
+    :param observation_space: the env's own observation space (what states carry, before the representation).
+    :param action_space: the env's action space.
+    """
+
+    settings: RunSettings
+    hardware: Hardware
+    factory: AlgorithmFactory
+    spec: envs.EnvSpec
+    representation: envs.Representation
+    policy: str | type
+    observation_space: gym.Space
+    action_space: gym.Space
+
+
+def plan_run(cfg: DictConfig) -> RunPlan:
+    """Check ``cfg`` as ``train(cfg)`` does; record the action type the env resolved to in ``cfg.env.continuous``."""
+    OmegaConf.resolve(cfg)
+    settings = RunSettings.from_config(cfg)
+    hardware = Hardware.from_config(cfg.hardware)
+    factory = build_algorithm_factory(cfg.algo)
+    spec = envs.EnvSpec.from_config(cfg.env)
+    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
+    if "continuous" in spec.kwargs:
+        cfg.env.continuous = spec.kwargs["continuous"]
+    representation = envs.Representation.from_config(cfg.srl_model, spec.id)  # pins a learned encoder
+    policy = factory.policy_for(representation.policy_family)
+    bare = dataclasses.replace(representation, observation_wrapper=None, vec_wrapper=None)
+    observation_space, action_space = envs.probe_spaces(spec, bare)
+    check_action_space(factory.algo_class, action_space)
+    return RunPlan(settings, hardware, factory, spec, representation, policy, observation_space, action_space)
+
+
+def renders(representation: envs.Representation) -> bool:
+    """Whether the representation reads the env's ``rgb_array`` render: its states carry ``env.render()``."""
+    return representation.make_kwargs.get("render_mode") == "rgb_array"
+
+
+def first_input(plan: RunPlan) -> np.ndarray:
+    """An input of the kind states carry (a render or an observation), for wrappers that read one when built."""
+    if not renders(plan.representation):
+        space = plan.observation_space
+        return np.zeros(space.shape or (), dtype=space.dtype)
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    env = gym.make(plan.spec.id, **{**plan.spec.kwargs, **plan.representation.make_kwargs})
+    try:
+        env.reset(seed=plan.settings.seed)
+        return np.asarray(env.render())
+    finally:
+        env.close()
+
+
+@dataclass
+class Learner:
+    """A model built as ``train(cfg)`` builds it, on held envs that the training agent feeds with states.
+
+    :param model: the algorithm; its env is ``held``'s vec env (+ ``normalizer``).
+    :param held: the representation's wrappers around held envs, one per ``n_envs``.
+    :param normalizer: the running observation normalisation (None when ``normalize`` is off).
+    """
+
+    plan: RunPlan
+    model: BaseAlgorithm
+    held: HeldVecEnv
+    normalizer: VecNormalize | None
+
+    @classmethod
+    def build(cls, cfg: DictConfig) -> Learner:
+        """Check ``cfg`` and build its model (seeded, on the configured device and threads)."""
+        plan = plan_run(cfg)
+        plan.hardware.apply()
+        set_random_seed(plan.settings.seed)
+        first = np.stack([first_input(plan)] * plan.settings.n_envs)
+        held = HeldVecEnv(plan.representation, first, plan.action_space, plan.observation_space, monitor=True)
+        normalizer = envs.normalize_observations(held.venv) if plan.settings.normalize else None
+        model = plan.factory(
+            env=normalizer or held.venv, policy=plan.policy, seed=plan.settings.seed,
+            device=plan.hardware.device, verbose=plan.settings.verbose,
+        )  # fmt: skip
+        return cls(plan, model, held, normalizer)
+
+    def normalize(self) -> Any:
+        """The current statistics as a function that does not update them (None when not normalising)."""
+        return None if self.normalizer is None else self.normalizer.normalize_obs

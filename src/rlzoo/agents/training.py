@@ -1,0 +1,237 @@
+"""Training agents: ``act(state)`` chooses the action and learns from the transition the state closes.
+
+The step-by-step body of SB3's ``collect_rollouts`` with the env turned inside out: instead of stepping an env, the
+agent is handed the state the env reached. Storage is SB3's own (``RolloutBuffer`` / ``ReplayBuffer``, filled by the
+algorithm's own helpers) and updates are the algorithm's own ``train()``, called when its ``learn()`` would call it:
+when the rollout is full (on-policy) or every ``train_freq`` (off-policy). Driven by the same envs with the same
+seeds, an agent ends with the same weights as ``model.learn()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, overload
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.type_aliases import TrainFrequencyUnit
+from stable_baselines3.common.utils import obs_as_tensor, should_collect_more_steps
+
+from rlzoo.agents.held import HeldVecEnv
+from rlzoo.agents.state import State, StateArray
+from rlzoo.errors import ConfigError
+
+
+class TrainingAgent:
+    """Acts and learns: for one :class:`State` when the preset has ``n_envs=1``, else for a :class:`StateArray` of
+    ``n_envs`` rows (envs that reset in the same step).
+
+    A single env is driven as a plain Gymnasium loop: hand in every state the env returns, the last state of an
+    episode included (its transition is stored when the next episode's first state arrives; the action returned for
+    it is not used). States carry what the representation reads, as for :class:`~rlzoo.agents.TestAgent`.
+
+    :param model: the algorithm, built on ``held``'s vec env.
+    :param held: the held envs behind ``model``'s env.
+    :param train_steps: the training budget in agent steps, for schedules (learning rate, clip range, exploration).
+    :param log_interval: as in the algorithm's ``learn()``.
+    """
+
+    def __init__(self, model: BaseAlgorithm, held: HeldVecEnv, train_steps: int, log_interval: int) -> None:
+        env = model.get_env()
+        assert env is not None
+        self.model = model
+        self.held = held
+        self.env = env  # the outermost vec env: held envs, representation, normalisation, SB3's own wrappers
+        self.train_steps = train_steps
+        self.log_interval = log_interval
+        self._actions: np.ndarray | None = None  # what the envs were last told to do
+        self._terminal: State | None = None
+
+    @property
+    def n_envs(self) -> int:
+        return self.env.num_envs
+
+    @overload
+    def act(self, state: State) -> Any: ...
+    @overload
+    def act(self, state: StateArray) -> np.ndarray: ...
+    def act(self, state: State | StateArray) -> Any:
+        """Learn from the transition ``state`` closes, then choose the action for it."""
+        if isinstance(state, StateArray):
+            if len(state) != self.n_envs:
+                raise ValueError(f"this agent was built for n_envs={self.n_envs}; got {len(state)} states")
+            if self._actions is None:
+                self._start(state.observation)
+            else:
+                self._close(state)
+            return self._choose()
+        if self.n_envs != 1:
+            raise ValueError(f"this agent was built for n_envs={self.n_envs}: pass a StateArray of {self.n_envs} rows")
+        if self._actions is None:
+            self._start(np.asarray(state.observation)[None])
+        elif state.done and self._terminal is None:
+            self._terminal = state  # closed with the next episode's first state, as a VecEnv would return it
+            return self._actions[0]
+        else:
+            self._close(self._merge(state))
+        return self._choose()[0]
+
+    def _merge(self, state: State) -> StateArray:
+        """One vec-env step: the deferred end of an episode with the next one's first state, or a plain step."""
+        ended, self._terminal = self._terminal, None
+        observation = np.asarray(state.observation)[None]
+        if ended is None:
+            return StateArray(observation, np.array([state.reward]), np.zeros(1, bool), np.zeros(1, bool))
+        return StateArray(
+            observation, np.array([ended.reward]), np.array([ended.terminated]), np.array([ended.truncated]),
+            [np.asarray(ended.observation)],
+        )  # fmt: skip
+
+    def _start(self, observations: np.ndarray) -> None:
+        """Begin as ``learn()`` begins: counters, logger, and the first observations through the representation."""
+        self.held.hold_reset(observations)
+        self.model._setup_learn(self.train_steps, reset_num_timesteps=True)
+
+    def _close(self, states: StateArray) -> None:
+        """Step the held envs to ``states`` and learn from the transitions."""
+        assert self._actions is not None
+        self.held.hold_step(states)
+        new_obs, rewards, dones, infos = self.env.step(self._actions)
+        self.model.num_timesteps += self.n_envs
+        self.model._update_info_buffer(infos, dones)
+        self._learn(new_obs, rewards, dones, infos)
+
+    def _learn(self, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def _choose(self) -> np.ndarray:
+        raise NotImplementedError
+
+
+class OnPolicyAgent(TrainingAgent):
+    """PPO, A2C, TRPO and other ``OnPolicyAlgorithm`` subclasses: fill the ``RolloutBuffer``, ``train()`` when full."""
+
+    model: OnPolicyAlgorithm
+
+    def __init__(self, model: OnPolicyAlgorithm, held: HeldVecEnv, train_steps: int, log_interval: int = 1) -> None:
+        super().__init__(model, held, train_steps, log_interval)
+        self._n_steps = 0
+        self._iteration = 0
+        self._pending: tuple[np.ndarray, th.Tensor, th.Tensor] | None = None
+
+    def _choose(self) -> np.ndarray:
+        model, n = self.model, self.n_envs
+        if self._n_steps == 0:  # a rollout begins
+            model.policy.set_training_mode(False)
+            model.rollout_buffer.reset()
+            if model.use_sde:
+                model.policy.reset_noise(n)
+        if model.use_sde and model.sde_sample_freq > 0 and self._n_steps % model.sde_sample_freq == 0:
+            model.policy.reset_noise(n)
+        with th.no_grad():
+            actions, values, log_probs = model.policy(obs_as_tensor(model._last_obs, model.device))  # type: ignore[arg-type]
+        actions = actions.cpu().numpy()
+        clipped = actions
+        if isinstance(model.action_space, spaces.Box):
+            if model.policy.squash_output:
+                clipped = model.policy.unscale_action(clipped)
+            else:
+                clipped = np.clip(actions, model.action_space.low, model.action_space.high)
+        self._pending = (actions, values, log_probs)
+        self._actions = clipped
+        return clipped
+
+    def _learn(self, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        assert self._pending is not None
+        model = self.model
+        actions, values, log_probs = self._pending
+        self._n_steps += 1
+        if isinstance(model.action_space, spaces.Discrete):
+            actions = actions.reshape(-1, 1)
+        for idx, done in enumerate(dones):  # a time limit is not a terminal state: bootstrap its value
+            terminal = infos[idx].get("terminal_observation")
+            if done and terminal is not None and infos[idx].get("TimeLimit.truncated", False):
+                with th.no_grad():
+                    terminal_value = model.policy.predict_values(model.policy.obs_to_tensor(terminal)[0])[0]
+                rewards[idx] += model.gamma * terminal_value
+        model.rollout_buffer.add(model._last_obs, actions, rewards, model._last_episode_starts, values, log_probs)  # type: ignore[arg-type]
+        model._last_obs, model._last_episode_starts = new_obs, dones
+        if self._n_steps < model.n_steps:
+            return
+        with th.no_grad():
+            last_values = model.policy.predict_values(obs_as_tensor(new_obs, model.device))
+        model.rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
+        self._iteration += 1
+        model._update_current_progress_remaining(model.num_timesteps, model._total_timesteps)
+        if self.log_interval and self._iteration % self.log_interval == 0:
+            model.dump_logs(self._iteration)
+        model.train()
+        self._n_steps = 0
+
+
+class OffPolicyAgent(TrainingAgent):
+    """DQN, SAC, TD3 and other ``OffPolicyAlgorithm`` subclasses: store every transition in the ``ReplayBuffer``,
+    ``train(gradient_steps)`` every ``train_freq`` once ``learning_starts`` steps were collected."""
+
+    model: OffPolicyAlgorithm
+
+    def __init__(self, model: OffPolicyAlgorithm, held: HeldVecEnv, train_steps: int, log_interval: int = 4) -> None:
+        super().__init__(model, held, train_steps, log_interval)
+        self._steps = 0  # vec-env steps and episodes collected since the last update round
+        self._episodes = 0
+        self._buffer_actions: np.ndarray | None = None
+
+    def _choose(self) -> np.ndarray:
+        model, n = self.model, self.n_envs
+        if self._steps == 0:  # a collection round begins
+            model.policy.set_training_mode(False)
+            if model.use_sde:
+                model.actor.reset_noise(n)  # type: ignore[operator]
+        if model.use_sde and model.sde_sample_freq > 0 and self._steps % model.sde_sample_freq == 0:
+            model.actor.reset_noise(n)  # type: ignore[operator]
+        self._actions, self._buffer_actions = model._sample_action(model.learning_starts, model.action_noise, n)
+        return self._actions
+
+    def _learn(self, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        model = self.model
+        assert self._buffer_actions is not None and model.replay_buffer is not None
+        self._steps += 1
+        model._store_transition(model.replay_buffer, self._buffer_actions, new_obs, rewards, dones, infos)
+        model._update_current_progress_remaining(model.num_timesteps, model._total_timesteps)
+        model._on_step()
+        for idx, done in enumerate(dones):
+            if done:
+                self._episodes += 1
+                model._episode_num += 1
+                if model.action_noise is not None:
+                    model.action_noise.reset(**({"indices": [idx]} if self.n_envs > 1 else {}))
+                if self.log_interval and model._episode_num % self.log_interval == 0:
+                    model.dump_logs()
+        if should_collect_more_steps(model.train_freq, self._steps, self._episodes):  # type: ignore[arg-type]
+            return
+        if model.num_timesteps > 0 and model.num_timesteps > model.learning_starts:
+            gradient_steps = model.gradient_steps if model.gradient_steps >= 0 else self._steps * self.n_envs
+            if gradient_steps > 0:
+                model.train(batch_size=model.batch_size, gradient_steps=gradient_steps)
+        self._steps = self._episodes = 0
+
+
+def training_agent(model: BaseAlgorithm, held: HeldVecEnv, train_steps: int) -> TrainingAgent:
+    """The training agent for ``model``'s kind of algorithm."""
+    name = type(model).__name__
+    if isinstance(model, OnPolicyAlgorithm):
+        if isinstance(model.policy, RecurrentActorCriticPolicy):
+            raise ConfigError(f"{name}: recurrent policies have no training agent; train with run_experiment")
+        return OnPolicyAgent(model, held, train_steps)
+    if isinstance(model, OffPolicyAlgorithm):
+        if model.n_envs > 1 and model.train_freq.unit != TrainFrequencyUnit.STEP:  # type: ignore[union-attr]
+            raise ConfigError(f"{name}: train_freq in episodes needs n_envs=1 (as in SB3)")
+        return OffPolicyAgent(model, held, train_steps)
+    raise ConfigError(
+        f"{name} is neither an OnPolicyAlgorithm nor an OffPolicyAlgorithm, so it has no step-by-step training agent; "
+        "train it with run_experiment (its test agent works as for any algorithm)"
+    )

@@ -1,0 +1,288 @@
+"""``python -m rlzoo.enjoy run=<run dir>``: replay a trained agent, with a video, a trajectory or action plots.
+
+The env, representation and frozen normalisation are rebuilt from the run dir alone
+(:func:`rlzoo.experiment.replay.load_run`); videos, plots and per-episode returns are written to ``<run>/enjoy/``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hydra
+import imageio.v2 as imageio
+import numpy as np
+import torch
+from gymnasium import spaces
+from matplotlib.figure import Figure
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.config import CONFIG_DIR
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.replay import FINAL, LATEST, Episode, LoadedRun, load_run, model_folder, open_run, run_episodes
+from rlzoo.experiment.rundir import MODEL, RunDir, atomic_write_text
+
+PLOTS = ("trajectory", "action_probabilities")
+VIDEO_FORMATS = ("mp4", "gif")
+
+
+def _fail(key: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"{key}={value!r}; allowed: {allowed}")
+
+
+def _int(key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(key, value, f"an integer ≥ {minimum}")
+    return value
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(key, value, "true or false")
+    return value
+
+
+def _names(key: str, value: Any, allowed: Sequence[str]) -> tuple[str, ...]:
+    names = [] if value is None else [value] if isinstance(value, str) else list(value)
+    for name in names:
+        if name not in allowed:
+            raise _fail(key, name, f"{', '.join(allowed)} (one, or a list [a,b])")
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class EnjoySettings:
+    """The keys of ``conf/enjoy.yaml`` (see there), checked."""
+
+    run: str
+    checkpoint: int | str = FINAL
+    n_episodes: int = 10
+    deterministic: bool = True
+    seed: int = 0
+    video: bool = False
+    video_formats: tuple[str, ...] = ("mp4",)
+    fps: int | None = None
+    plot: tuple[str, ...] = ()
+    watch: bool = False
+    watch_interval: float = 10.0
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> EnjoySettings:
+        values = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(values, dict)
+        unknown = sorted(str(k) for k in values if k not in cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(cls.__dataclass_fields__)}")
+        if values["run"] in (None, "", "???"):
+            raise ConfigError("run=<run dir> is required: the folder a training run wrote (with config.yaml)")
+        interval = values["watch_interval"]
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+            raise _fail("watch_interval", interval, "a number of seconds > 0")
+        checkpoint = values["checkpoint"]
+        return cls(
+            run=str(values["run"]),
+            checkpoint=FINAL if checkpoint is None else checkpoint,
+            n_episodes=_int("n_episodes", values["n_episodes"], 1),
+            deterministic=_bool("deterministic", values["deterministic"]),
+            seed=_int("seed", values["seed"], 0),
+            video=_bool("video", values["video"]),
+            video_formats=_names("video_formats", values["video_formats"], VIDEO_FORMATS) or ("mp4",),
+            fps=None if values["fps"] is None else _int("fps", values["fps"], 1),
+            plot=_names("plot", values["plot"], PLOTS),
+            watch=_bool("watch", values["watch"]),
+            watch_interval=float(interval),
+        )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What one replay produced: the episodes' returns and lengths and the files written."""
+
+    label: str
+    returns: list[float]
+    lengths: list[int]
+    files: list[Path]
+
+
+def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay:
+    """Replay ``settings.n_episodes`` episodes of one model of the run; print and write the results."""
+    loaded = load_run(settings.run, settings.checkpoint)
+    episodes = run_episodes(
+        loaded,
+        settings.n_episodes,
+        deterministic=settings.deterministic,
+        seed=settings.seed,
+        frames=settings.video,
+        positions="trajectory" in settings.plot,
+        probabilities="action_probabilities" in settings.plot,
+    )
+    returns = np.array([e.ret for e in episodes])
+    lengths = [e.length for e in episodes]
+    mode = "deterministic" if settings.deterministic else "stochastic"
+    log(
+        f"rlzoo.enjoy: {loaded.path} ({_title(loaded)}, {loaded.model.num_timesteps} steps): "
+        f"{len(episodes)} {mode} episode{'s' * (len(episodes) > 1)}\n"
+        f"  return {returns.mean():.2f} ± {returns.std():.2f} (std), min {returns.min():.2f}, "
+        f"max {returns.max():.2f}; mean length {np.mean(lengths):.1f} steps"
+    )
+    out = RunDir(loaded.path).enjoy_dir
+    out.mkdir(exist_ok=True)
+    rows = [f"{i},{r:.6g},{n}" for i, (r, n) in enumerate(zip(returns, lengths, strict=True))]
+    table = "\n".join(["episode,return,length", *rows]) + "\n"
+    files = [out / f"{loaded.label}_returns.csv"]
+    atomic_write_text(files[0], table)
+    if settings.video:
+        frames = [frame for e in episodes for frame in e.frames]
+        fps = settings.fps or _render_fps(loaded)
+        for fmt in settings.video_formats:
+            files.append(write_video(out / f"{loaded.label}.{fmt}", frames, fps))
+    if "trajectory" in settings.plot:
+        files.append(plot_trajectories(loaded, episodes, out / f"{loaded.label}_trajectory.png"))
+    if "action_probabilities" in settings.plot:
+        name = "action_probabilities" if episodes[0].probabilities is not None else "actions"
+        files.append(plot_actions(loaded, episodes, out / f"{loaded.label}_{name}.png"))
+    log("  wrote " + ", ".join(str(f) for f in files))
+    return Replay(loaded.label, returns.tolist(), lengths, files)
+
+
+def watch(
+    settings: EnjoySettings, sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = print
+) -> list[Replay]:
+    """Replay the newest model of a run that may still be training, again whenever a newer one appears, until the
+    final model has been replayed (Ctrl-C stops earlier)."""
+    run = open_run(settings.run)
+    replays: list[Replay] = []
+    seen: tuple[Path, int] | None = None
+    while True:
+        try:
+            folder, steps = model_folder(run, LATEST)
+        except ConfigError:
+            folder, steps = None, None  # no model yet
+        if folder is not None and (key := (folder, (folder / MODEL).stat().st_mtime_ns)) != seen:
+            seen = key
+            checkpoint = FINAL if steps is None else steps
+            replays.append(enjoy(_with(settings, checkpoint=checkpoint), log))
+            if steps is None:
+                return replays
+        what = "the first checkpoint" if folder is None else "a newer checkpoint or the final model"
+        log(f"rlzoo.enjoy: watching {run.path}: waiting for {what} (every {settings.watch_interval:g} s, Ctrl-C stops)")
+        sleep(settings.watch_interval)
+
+
+def _render_fps(loaded: LoadedRun) -> int:
+    """The env's ``render_fps`` metadata, else 30."""
+    venv = loaded.make_env()
+    try:
+        return int(venv.get_attr("metadata")[0].get("render_fps") or 30)
+    finally:
+        venv.close()
+
+
+def _with(settings: EnjoySettings, **changes: Any) -> EnjoySettings:
+    return EnjoySettings(**{**settings.__dict__, **changes})
+
+
+def _title(loaded: LoadedRun) -> str:
+    model = "final model" if loaded.checkpoint is None else f"checkpoint {loaded.checkpoint}"
+    return f"{type(loaded.model).__name__} on {loaded.spec.id}, {loaded.representation.name}, {model}"
+
+
+def write_video(path: Path, frames: Sequence[np.ndarray], fps: int, min_size: int = 256) -> Path:
+    """Write ``frames`` (RGB uint8) as an MP4 (H.264) or a looping GIF, by ``path``'s suffix.
+
+    Frames smaller than ``min_size`` pixels a side (a raw-pixels env renders at the policy's input size) are enlarged
+    by an integer factor, nearest neighbour. A GIF shows identical consecutive frames as one longer frame (Pillow
+    merges them); the duration is the same.
+    """
+    scale = max(1, -(-min_size // min(frames[0].shape[:2])))
+    height, width = (frames[0].shape[0] * scale // 2) * 2, (frames[0].shape[1] * scale // 2) * 2  # even for H.264
+    images: list[Any] = [
+        np.ascontiguousarray(frame.repeat(scale, axis=0).repeat(scale, axis=1)[:height, :width, :3]) for frame in frames
+    ]
+    if path.suffix == ".gif":
+        imageio.mimsave(path, images, duration=1000 / fps, loop=0)
+    else:
+        imageio.mimwrite(path, images, fps=fps, codec="libx264", macro_block_size=1)
+    return path
+
+
+def plot_trajectories(loaded: LoadedRun, episodes: Sequence[Episode], path: Path) -> Path:
+    """The robot's path in ground-truth space, one line per episode (start: circle, end: cross), targets: stars."""
+    fig = Figure(figsize=(6, 6), layout="constrained")
+    ax = fig.subplots()
+    for i, episode in enumerate(episodes):
+        assert episode.robot is not None
+        xy = episode.robot if episode.robot.shape[1] > 1 else np.c_[np.arange(len(episode.robot)), episode.robot]
+        (line,) = ax.plot(xy[:, 0], xy[:, 1], lw=1.2, alpha=0.8, label=f"episode {i}: return {episode.ret:.1f}")
+        ax.plot(*xy[0, :2], "o", color=line.get_color(), ms=6)
+        ax.plot(*xy[-1, :2], "x", color=line.get_color(), ms=7)
+        if episode.targets is not None and episode.robot.shape[1] > 1:
+            targets = np.unique(np.round(episode.targets[:, :2], 6), axis=0)
+            ax.plot(targets[:, 0], targets[:, 1], "*", color=line.get_color(), ms=16, mec="black")
+    one_d = episodes[0].robot is not None and episodes[0].robot.shape[1] == 1
+    ax.set(xlabel="step" if one_d else "x (ground truth)", ylabel="position" if one_d else "y (ground truth)")
+    if not one_d:
+        ax.set_aspect("equal", adjustable="datalim")
+    ax.set_title(f"Trajectories: {_title(loaded)}\nstart: circle, end: cross, target: star", fontsize=10)
+    ax.grid(alpha=0.3)
+    if len(episodes) <= 10:
+        ax.legend(fontsize=8, loc="best")
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def plot_actions(loaded: LoadedRun, episodes: Sequence[Episode], path: Path, max_episodes: int = 3) -> Path:
+    """Per step, the probability of each discrete action; or the action taken, for policies without a distribution
+    (DQN, ARS, recurrent policies) and continuous actions (one line per dimension). One panel per episode (the
+    first ``max_episodes``)."""
+    shown = list(episodes[:max_episodes])
+    fig = Figure(figsize=(8, 2.4 * len(shown) + 0.6), layout="constrained")
+    axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False)[:, 0]
+    space = loaded.model.action_space
+    n_discrete = int(space.n) if isinstance(space, spaces.Discrete) else None
+    for i, (ax, episode) in enumerate(zip(axes, shown, strict=True)):
+        steps = np.arange(episode.length)
+        if episode.probabilities is not None:
+            for k in range(episode.probabilities.shape[1]):
+                ax.plot(steps, episode.probabilities[:, k], lw=1.2, drawstyle="steps-post", label=f"action {k}")
+            ax.set(ylabel="probability", ylim=(-0.02, 1.02))
+        elif n_discrete is not None:
+            ax.plot(steps, episode.actions, lw=1.2, drawstyle="steps-post", marker=".", label="action taken")
+            ax.set(ylabel="action", yticks=range(n_discrete), ylim=(-0.3, n_discrete - 0.7))
+        else:
+            values = episode.actions.reshape(episode.length, -1)
+            for k in range(values.shape[1]):
+                ax.plot(steps, values[:, k], lw=1.2, drawstyle="steps-post", label=f"action[{k}]")
+            ax.set_ylabel("action")
+        ax.set_title(f"episode {i}: return {episode.ret:.1f}", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, ncol=6, loc="upper right")
+    axes[-1].set_xlabel("step")
+    what = "Action probabilities" if shown[0].probabilities is not None else "Actions taken"
+    fig.suptitle(f"{what}: {_title(loaded)}", fontsize=10)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="enjoy", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entrypoint (``key=value`` arguments only)."""
+    torch.set_num_threads(1)
+    try:
+        settings = EnjoySettings.from_config(cfg)
+        if settings.watch:
+            watch(settings)
+        else:
+            enjoy(settings)
+    except ConfigError as error:
+        sys.exit(f"rlzoo.enjoy: error: {error}")
+    except KeyboardInterrupt:
+        print("rlzoo.enjoy: stopped")
+
+
+if __name__ == "__main__":
+    main()

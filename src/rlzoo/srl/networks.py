@@ -1,0 +1,133 @@
+"""Networks of state representation learning: the image encoder (the original's small CNN), its decoder, PCA.
+
+Every encoder maps a batch of uint8 images ``(N, H, W, 3)`` (channels last, as envs render them) to float states
+``(N, state_dim)``; :func:`images_to_tensor` is the one place that turns images into network input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlzoo.errors import ConfigError
+
+# The original normalised its 224 x 224 inputs with ImageNet's statistics.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+DOWNSAMPLING = 16  # the encoder halves the image 4 times; the decoder doubles it 4 times
+
+
+def images_to_tensor(images: np.ndarray | torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor:
+    """uint8 ``(N, H, W, 3)`` images as float ``(N, 3, H, W)`` in [0, 1]."""
+    tensor = torch.as_tensor(images, device=device)
+    return tensor.permute(0, 3, 1, 2).float().div_(255.0)
+
+
+def check_image_size(height: int, width: int) -> None:
+    """The encoder and decoder need sides that are multiples of 16 (16, 32, 64, ..., 224)."""
+    if height < DOWNSAMPLING or width < DOWNSAMPLING or height % DOWNSAMPLING or width % DOWNSAMPLING:
+        raise ConfigError(
+            f"image size {height}x{width}: the SRL encoder needs sides that are multiples of {DOWNSAMPLING} "
+            "(16, 32, 64, 128, 224 ...)"
+        )
+
+
+class ImageEncoder(nn.Module):
+    """The S-RL Toolbox's encoder: 7x7/2 conv + BN + ReLU + max-pool, two 3x3 conv + BN + ReLU + max-pool blocks,
+    then a linear layer to the state (Raffin et al., 2018; srl-zoo's ``CustomCNN``).
+
+    :param height: input image height (a multiple of 16).
+    :param width: input image width (a multiple of 16).
+    :param state_dim: size of the state.
+    :param channels: channels of every conv layer (64 in the original).
+    """
+
+    def __init__(self, height: int, width: int, state_dim: int, channels: int = 64) -> None:
+        super().__init__()
+        check_image_size(height, width)
+        self.image_shape = (height, width, 3)
+        self.state_dim = state_dim
+        self.mean: torch.Tensor
+        self.std: torch.Tensor
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+        self.features = nn.Sequential(
+            nn.Conv2d(3, channels, kernel_size=7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2, padding=1),
+            *_conv_block(channels),
+            *_conv_block(channels),
+            nn.Flatten(),
+        )
+        self.feature_dim = channels * (height // DOWNSAMPLING) * (width // DOWNSAMPLING)
+        self.head = nn.Linear(self.feature_dim, state_dim)
+
+    def forward_features(self, pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:param pixels: float ``(N, 3, H, W)`` in [0, 1]. :return: (features before the last layer, states)."""
+        features = self.features((pixels - self.mean) / self.std)
+        return features, self.head(features)
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.forward_features(pixels)[1]
+
+
+def _conv_block(channels: int) -> list[nn.Module]:
+    return [
+        nn.Conv2d(channels, channels, kernel_size=3, padding=1, bias=False),
+        nn.BatchNorm2d(channels),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(kernel_size=2, stride=2),
+    ]
+
+
+class ImageDecoder(nn.Module):
+    """States back to images: a linear layer to a ``channels x H/16 x W/16`` map, then four 2x upsampling blocks.
+
+    :param state_dim: size of the (slice of the) state it decodes.
+    :param height: output image height.
+    :param width: output image width.
+    :param channels: channels of the hidden maps.
+    """
+
+    def __init__(self, state_dim: int, height: int, width: int, channels: int = 64) -> None:
+        super().__init__()
+        check_image_size(height, width)
+        self.grid = (channels, height // DOWNSAMPLING, width // DOWNSAMPLING)
+        self.linear = nn.Linear(state_dim, int(np.prod(self.grid)))
+        layers: list[nn.Module] = []
+        for _ in range(3):
+            layers += [
+                nn.ConvTranspose2d(channels, channels, kernel_size=4, stride=2, padding=1),
+                nn.BatchNorm2d(channels),
+                nn.ReLU(inplace=True),
+            ]
+        layers += [nn.ConvTranspose2d(channels, 3, kernel_size=4, stride=2, padding=1), nn.Sigmoid()]
+        self.upsample = nn.Sequential(*layers)
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        """:return: float ``(N, 3, H, W)`` images in [0, 1]."""
+        return self.upsample(torch.relu(self.linear(states)).view(-1, *self.grid))
+
+
+class PCAEncoder(nn.Module):
+    """A fitted PCA as a torch module: ``(pixels - mean) @ components.T`` on flattened [0, 1] images.
+
+    :param mean: ``(H * W * 3,)`` mean image (channels last, flattened).
+    :param components: ``(state_dim, H * W * 3)`` principal axes.
+    :param image_shape: ``(H, W, 3)``.
+    """
+
+    def __init__(self, mean: np.ndarray, components: np.ndarray, image_shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.image_shape = image_shape
+        self.state_dim = int(components.shape[0])
+        self.mean: torch.Tensor
+        self.components: torch.Tensor
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
+        self.register_buffer("components", torch.as_tensor(components, dtype=torch.float32))
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        flat = pixels.permute(0, 2, 3, 1).reshape(pixels.shape[0], -1)  # back to channels-last order
+        return (flat - self.mean) @ self.components.T

@@ -1,0 +1,263 @@
+"""``python -m rlzoo.srl.train srl_model=<method> dataset=<path|latest>``: train one encoder on a dataset of
+``python -m rlzoo.collect``, measure it (KNN-MSE, GTC, a plot of its states) and write an encoder directory
+(format: :mod:`rlzoo.srl.encoder`) that ``python -m rlzoo.train srl_model=<method>`` puts in front of the policy.
+
+Its configs live in ``conf/srl_train/`` (``train.yaml``; ``srl_model/<method>.yaml``: how each encoder is trained),
+apart from the ``conf/srl_model/`` options of ``rlzoo.train`` (how RL uses an encoder): each entrypoint composes only
+keys it uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict
+from sklearn.decomposition import PCA
+from stable_baselines3.common.utils import get_device
+from torch import nn
+
+from rlzoo.config import CONFIG_DIR, instantiate
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.rundir import atomic_write_text
+from rlzoo.experiment.settings import Hardware, _flag, _integer
+from rlzoo.srl import encoder as encoders
+from rlzoo.srl import metrics
+from rlzoo.srl.dataset import Dataset, find_dataset, load_dataset
+from rlzoo.srl.losses import LossContext, SRLLoss
+from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, images_to_tensor
+from rlzoo.srl.trainer import Losses, PairData, TrainingSettings, fit
+
+SRL_CONFIG_DIR = CONFIG_DIR / "srl_train"
+RUN_KEYS = {"srl_model", "dataset", "seed", "val_fraction", "max_samples", "knn_k"}
+RUN_KEYS |= {"device", "torch_threads", "progress_bar", "run_dir"}
+# The keys each kind of encoder uses (anything else would silently do nothing, so it is refused).
+KIND_KEYS = {
+    "cnn": {"name", "kind", "state_dim", "network", "losses", "training"},
+    "random": {"name", "kind", "state_dim", "network"},
+    "pca": {"name", "kind", "state_dim"},
+}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one encoder is trained: ``srl_model`` of ``conf/srl_train``."""
+
+    name: str
+    kind: str
+    state_dim: int
+    network: dict[str, Any]
+    losses: dict[str, Any]
+    training: TrainingSettings | None
+
+    @classmethod
+    def from_config(cls, node: DictConfig) -> Recipe:
+        kind = node.get("kind")
+        if kind not in KIND_KEYS:
+            raise ConfigError(f"srl_model.kind={kind!r}; allowed: {', '.join(KIND_KEYS)}")
+        extra = sorted(str(k) for k in node if k not in KIND_KEYS[kind])
+        if extra:
+            raise ConfigError(
+                f"srl_model: key(s) {', '.join(extra)} do nothing for kind {kind}; its keys: "
+                f"{', '.join(sorted(KIND_KEYS[kind]))}"
+            )
+        losses = dict(node.get("losses") or {})
+        if kind == "cnn" and not losses:
+            raise ConfigError("srl_model.losses is empty: a cnn encoder is trained by at least one loss")
+        training = None
+        if kind == "cnn":
+            try:
+                training = TrainingSettings(**node.training)
+            except TypeError as error:
+                raise ConfigError(f"srl_model.training: {error}; allowed: epochs, batch_size, learning_rate") from None
+        network = dict(node.get("network") or {})
+        if set(network) - {"channels"}:
+            raise ConfigError(f"srl_model.network has {sorted(network)}; allowed: channels")
+        return cls(str(node.name), kind, _integer("srl_model.state_dim", node.state_dim, 1), network, losses, training)
+
+
+def train_encoder(cfg: DictConfig) -> dict[str, float]:
+    """Train, measure and save the encoder ``cfg`` describes into ``cfg.run_dir``; return its metrics."""
+    started = time.perf_counter()
+    OmegaConf.resolve(cfg)
+    unknown = sorted(str(k) for k in cfg if k not in RUN_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(RUN_KEYS))}")
+    recipe = Recipe.from_config(cfg.srl_model)
+    seed = _integer("seed", cfg.seed, 0)
+    knn_k = _integer("knn_k", cfg.knn_k, 1)
+    progress_bar = _flag("progress_bar", cfg.progress_bar)
+    if not isinstance(cfg.val_fraction, float) or not 0.0 < cfg.val_fraction < 1.0:
+        raise ConfigError(f"val_fraction={cfg.val_fraction!r} must be a number in (0, 1)")
+    threads = cfg.torch_threads
+    hardware = Hardware(str(cfg.device), None if threads is None else _integer("torch_threads", threads, 1))
+    hardware.check()
+    dataset = load_dataset(find_dataset(cfg.dataset))
+    cfg.dataset = str(dataset.path)  # the encoder's config records the dataset it was trained on
+    height, width = dataset.images.shape[1:3]
+    if recipe.kind != "pca":
+        check_image_size(height, width)
+    max_samples = None if cfg.max_samples is None else _integer("max_samples", cfg.max_samples, 2)
+    pairs = dataset.pair_indices()
+    if max_samples is not None:
+        pairs = pairs[pairs + 1 < max_samples]
+    rng = np.random.default_rng(seed)
+    pairs = rng.permutation(pairs)
+    n_val = max(1, round(cfg.val_fraction * len(pairs)))
+    if len(pairs) - n_val < 1 or n_val <= knn_k:
+        raise ConfigError(f"the dataset has {len(pairs)} pairs: too few for val_fraction={cfg.val_fraction}")
+    val_pairs, train_pairs = np.sort(pairs[:n_val]), np.sort(pairs[n_val:])
+    ground_truth, names = dataset.metric_ground_truth()
+    losses = _build_losses(recipe, dataset, train_pairs, ground_truth) if recipe.kind == "cnn" else None
+
+    run_dir = Path(cfg.run_dir)
+    if (run_dir / encoders.METADATA).exists():
+        raise ConfigError(f"run_dir {run_dir} already holds an encoder; rlzoo never overwrites one")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+    hardware.apply()
+    torch.manual_seed(seed)
+    device = get_device(hardware.device)
+    summary: dict[str, Any] = {}
+    module: nn.Module
+    if recipe.kind == "pca":
+        module = _fit_pca(dataset.images[np.union1d(train_pairs, train_pairs + 1)], recipe.state_dim, seed)
+    else:
+        module = ImageEncoder(height, width, recipe.state_dim, **recipe.network).to(device)
+    if losses is not None and recipe.training is not None:
+        assert isinstance(module, ImageEncoder)
+        mean, std = ground_truth[train_pairs].mean(0), ground_truth[train_pairs].std(0)
+        standard = (ground_truth - mean) / np.where(std > 0, std, 1.0)
+        data = PairData(dataset.images, dataset.actions, dataset.rewards, standard, device)
+        history = fit(
+            module, losses.to(device), data, train_pairs, val_pairs, recipe.training,
+            seed=seed, progress_bar=progress_bar,
+        )  # fmt: skip
+        history.write_csv(run_dir / "losses.csv")
+        history.plot(run_dir / "losses.png", f"{recipe.name}: losses per epoch")
+        summary = {"best_epoch": history.best_epoch, "val_loss": history.best_val_loss, "epochs": len(history.rows)}
+    train_seconds = time.perf_counter() - started
+
+    frames = val_pairs  # the first frames of the held-out pairs
+    states = _states(module.eval(), dataset.images[frames], device)
+    result = _measure(states, ground_truth[frames], names, knn_k, seed)
+    metrics.plot_states(run_dir / "states.png", states, ground_truth[frames], names, f"{recipe.name} states")
+    result |= {f"srl/{k}": float(v) for k, v in summary.items()}
+    result |= {"srl/train_pairs": float(len(train_pairs)), "srl/val_frames": float(len(frames))}
+    result |= {"time/train_seconds": train_seconds, "time/total_seconds": time.perf_counter() - started}
+    atomic_write_text(run_dir / "metrics.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
+    metadata = {
+        "method": recipe.name,
+        "kind": "pca" if recipe.kind == "pca" else "cnn",
+        "state_dim": recipe.state_dim,
+        "image_shape": [int(height), int(width), 3],
+        "network": recipe.network,
+        "env_id": dataset.env_id,
+        "env_kwargs": dataset.metadata.get("env_kwargs", {}),
+        "dataset": str(dataset.path),
+        "trained": recipe.kind != "random",
+        **summary,
+    }
+    encoders.save_encoder(run_dir, metadata, module.cpu())
+    return result
+
+
+def _build_losses(recipe: Recipe, dataset: Dataset, train_pairs: np.ndarray, ground_truth: np.ndarray) -> Losses:
+    height, width = dataset.images.shape[1:3]
+    probe = ImageEncoder(height, width, recipe.state_dim, **recipe.network)
+    discrete = dataset.discrete_actions
+    context = LossContext(
+        state_dim=recipe.state_dim,
+        feature_dim=probe.feature_dim,
+        image_shape=(height, width, 3),
+        channels=int(recipe.network.get("channels", 64)),
+        n_actions=int(dataset.actions.max()) + 1 if discrete else None,
+        action_dim=int(dataset.actions.max()) + 1 if discrete else int(dataset.actions.shape[1]),
+        ground_truth_dim=int(ground_truth.shape[1]),
+        positive_reward_fraction=float(np.mean(dataset.rewards[train_pairs] > 0)),
+    )
+    built: dict[str, SRLLoss] = {}
+    for name, node in recipe.losses.items():
+        try:
+            loss = instantiate(node)(context)
+        except ConfigError:
+            raise
+        except Exception as error:  # an unknown keyword, a bad _target_ (Hydra wraps them)
+            raise ConfigError(f"srl_model.losses.{name}: {error}") from None
+        if not isinstance(loss, SRLLoss):
+            raise ConfigError(f"srl_model.losses.{name}: {type(loss).__name__} is not an rlzoo.srl.losses loss")
+        built[name] = loss
+    return Losses(built)
+
+
+def _fit_pca(images: np.ndarray, state_dim: int, seed: int) -> PCAEncoder:
+    flat = images.reshape(len(images), -1).astype(np.float32) / 255.0
+    if state_dim > min(flat.shape):
+        limit = min(flat.shape)
+        raise ConfigError(
+            f"srl_model.state_dim={state_dim}: a PCA of {len(flat)} frames has at most {limit} components"
+        )
+    pca = PCA(n_components=state_dim, svd_solver="randomized", random_state=seed).fit(flat)
+    return PCAEncoder(pca.mean_, pca.components_, (images.shape[1], images.shape[2], 3))
+
+
+def _states(module: nn.Module, images: np.ndarray, device: torch.device, batch: int = 256) -> np.ndarray:
+    with torch.no_grad():
+        parts = [module(images_to_tensor(images[i : i + batch], device)).cpu() for i in range(0, len(images), batch)]
+    return torch.cat(parts).numpy()
+
+
+def _measure(states: np.ndarray, ground_truth: np.ndarray, names: list[str], knn_k: int, seed: int) -> dict[str, float]:
+    correlations = metrics.gtc(states, ground_truth)
+    result = {"srl/knn_mse": metrics.knn_mse(states, ground_truth, knn_k, seed=seed)}
+    result |= {f"srl/gtc/{name}": float(value) for name, value in zip(names, correlations, strict=True)}
+    result["srl/gtc_mean"] = float(np.nanmean(correlations)) if np.isfinite(correlations).any() else float("nan")
+    return result
+
+
+def compose_srl_config(overrides: Sequence[str] = (), *, run_dir: str | Path) -> DictConfig:
+    """Compose the same config as ``python -m rlzoo.srl.train <overrides>``, resolved, writing to ``run_dir``."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(SRL_CONFIG_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=[*overrides, f"run_dir={Path(run_dir).resolve()}"], return_hydra_config=True)
+        previous = HydraConfig.instance().cfg
+        HydraConfig.instance().set_config(cfg)
+        try:
+            with open_dict(cfg):
+                del cfg["hydra"]
+            OmegaConf.resolve(cfg)
+        finally:
+            HydraConfig.instance().cfg = previous
+    return cfg
+
+
+@hydra.main(config_path=str(SRL_CONFIG_DIR), config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> float:
+    """Hydra entrypoint: returns GTC_mean, so that a sweeper can maximise it."""
+    try:
+        result = train_encoder(cfg)
+    except ConfigError as error:
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise
+        sys.exit(f"rlzoo.srl.train: error: {error}")
+    print(
+        f"rlzoo.srl.train: {cfg.run_dir}: {cfg.srl_model.name}, GTC_mean {result['srl/gtc_mean']:.3f}, "
+        f"KNN-MSE {result['srl/knn_mse']:.4g}"
+    )
+    return result["srl/gtc_mean"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Fitting an encoder with weighted SRL losses on pairs of a dataset: Adam, train/validation split, the best model
+by validation loss, per-epoch loss curves."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from rlzoo.errors import ConfigError
+from rlzoo.srl.losses import Batch, Encoded, SRLLoss
+from rlzoo.srl.networks import ImageEncoder, images_to_tensor
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs)."""
+
+    epochs: int
+    batch_size: int
+    learning_rate: float
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"srl_model.training.{name}={value!r} must be an integer ≥ 1")
+        if isinstance(self.learning_rate, bool) or not isinstance(self.learning_rate, int | float):
+            raise ConfigError(f"srl_model.training.learning_rate={self.learning_rate!r} must be a number > 0")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"srl_model.training.learning_rate={self.learning_rate!r} must be > 0")
+
+
+@dataclass(frozen=True)
+class PairData:
+    """The arrays training draws pairs (t, t + 1) from; ``ground_truth`` standardised for regression."""
+
+    images: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    ground_truth: np.ndarray
+    device: torch.device
+
+    def batch(self, indices: np.ndarray) -> Batch:
+        actions = torch.as_tensor(self.actions[indices], device=self.device)
+        return Batch(
+            obs=images_to_tensor(self.images[indices], self.device),
+            next_obs=images_to_tensor(self.images[indices + 1], self.device),
+            actions=actions if actions.dtype == torch.int64 else actions.float(),
+            rewards=torch.as_tensor(self.rewards[indices], device=self.device),
+            ground_truth=torch.as_tensor(self.ground_truth[indices], device=self.device, dtype=torch.float32),
+        )
+
+
+@dataclass(frozen=True)
+class History:
+    """Per-epoch mean losses (``train/<loss>``, ``val/<loss>``, ``train/total``, ``val/total``) and the best epoch."""
+
+    rows: list[dict[str, float]]
+    best_epoch: int
+
+    @property
+    def best_val_loss(self) -> float:
+        return self.rows[self.best_epoch - 1]["val/total"]
+
+    def write_csv(self, path: Path) -> None:
+        keys = list(self.rows[0])
+        lines = [",".join(keys)] + [",".join(f"{row[k]:.6g}" for k in keys) for row in self.rows]
+        path.write_text("\n".join(lines) + "\n")
+
+    def plot(self, path: Path, title: str) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        epochs = [row["epoch"] for row in self.rows]
+        names = [k.removeprefix("train/") for k in self.rows[0] if k.startswith("train/")]
+        figure, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), squeeze=False)
+        figure.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.8, wspace=0.35)
+        for axis, name in zip(axes[0], names, strict=True):
+            for split in ("train", "val"):
+                axis.plot(epochs, [row[f"{split}/{name}"] for row in self.rows], marker=".", label=split)
+            axis.axvline(self.best_epoch, color="grey", linestyle=":", linewidth=1)
+            axis.set(title=name, xlabel="epoch")
+        axes[0][0].legend()
+        figure.suptitle(title)
+        figure.savefig(path, dpi=80)
+        plt.close(figure)
+
+
+def _encode(encoder: ImageEncoder, batch: Batch) -> Encoded:
+    """One forward pass over both frames of every pair."""
+    features, states = encoder.forward_features(torch.cat([batch.obs, batch.next_obs]))
+    n = len(batch.obs)
+    return Encoded(features[:n], states[:n], features[n:], states[n:])
+
+
+class Losses(nn.Module):
+    """Named losses (any name, ``forward`` included, which an ``nn.ModuleDict`` would refuse)."""
+
+    def __init__(self, losses: dict[str, SRLLoss]) -> None:
+        super().__init__()
+        self.names = list(losses)
+        self.items = nn.ModuleList(losses.values())
+
+    def named(self) -> list[tuple[str, SRLLoss]]:
+        return list(zip(self.names, self.items, strict=True))  # type: ignore[arg-type]
+
+
+def _losses(losses: Losses, batch: Batch, encoder: ImageEncoder) -> tuple[Tensor, dict[str, float]]:
+    encoded = _encode(encoder, batch)
+    values = {name: (loss.weight, loss(batch, encoded, encoder)) for name, loss in losses.named()}
+    total = sum((weight * value for weight, value in values.values()), encoded.states.new_zeros(()))
+    return total, {"total": total.item(), **{name: value.item() for name, (_, value) in values.items()}}
+
+
+def fit(
+    encoder: ImageEncoder,
+    losses: Losses,
+    data: PairData,
+    train_pairs: np.ndarray,
+    val_pairs: np.ndarray,
+    settings: TrainingSettings,
+    *,
+    seed: int = 0,
+    progress_bar: bool = True,
+) -> History:
+    """Train ``encoder`` and the losses' heads on ``train_pairs`` (frame indices t of pairs (t, t + 1)); keep the
+    encoder weights of the epoch with the lowest validation loss (loaded into ``encoder`` at the end)."""
+    parameters = [*encoder.parameters(), *losses.parameters()]
+    optimizer = torch.optim.Adam(parameters, lr=settings.learning_rate)
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, float]] = []
+    best: tuple[float, int, dict[str, Any]] | None = None
+    steps = -(-len(train_pairs) // settings.batch_size)
+    with tqdm(total=settings.epochs * steps, unit="batch", disable=not progress_bar, desc="srl") as bar:
+        for epoch in range(1, settings.epochs + 1):
+            encoder.train()
+            losses.train()
+            sums: dict[str, float] = {}
+            for indices in np.array_split(rng.permutation(train_pairs), steps):
+                total, values = _losses(losses, data.batch(indices), encoder)
+                optimizer.zero_grad()
+                total.backward()
+                optimizer.step()
+                _accumulate(sums, values, len(indices))
+                bar.update()
+                bar.set_postfix(epoch=epoch, loss=f"{values['total']:.4g}")
+            row = {"epoch": float(epoch), **_means(sums, "train", len(train_pairs))}
+            row |= _means(evaluate(encoder, losses, data, val_pairs, settings.batch_size), "val", len(val_pairs))
+            rows.append(row)
+            if best is None or row["val/total"] < best[0]:
+                best = (row["val/total"], epoch, copy.deepcopy(encoder.state_dict()))
+    assert best is not None
+    encoder.load_state_dict(best[2])
+    return History(rows, best[1])
+
+
+def evaluate(
+    encoder: ImageEncoder, losses: Losses, data: PairData, pairs: np.ndarray, batch_size: int
+) -> dict[str, float]:
+    """Summed (over pairs) losses in eval mode, without gradients."""
+    encoder.eval()
+    losses.eval()
+    sums: dict[str, float] = {}
+    with torch.no_grad():
+        for start in range(0, len(pairs), batch_size):
+            indices = pairs[start : start + batch_size]
+            _accumulate(sums, _losses(losses, data.batch(indices), encoder)[1], len(indices))
+    return sums
+
+
+def _accumulate(sums: dict[str, float], values: dict[str, float], n: int) -> None:
+    for name, value in values.items():
+        sums[name] = sums.get(name, 0.0) + value * n
+
+
+def _means(sums: dict[str, float], split: str, n: int) -> dict[str, float]:
+    return {f"{split}/{name}": value / n for name, value in sums.items()}

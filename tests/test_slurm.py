@@ -1,0 +1,234 @@
+"""Sweeps on a real Slurm cluster (``scripts/slurm_local.sh start``): a 3-job array, and a requeue that resumes.
+
+Without a running cluster these tests skip with the reason; under ``CI=true`` they fail instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.config import CONFIG_DIR
+from rlzoo.experiment.rundir import RunDir
+
+TINY_SWEEP = [
+    "algo=ppo",
+    "env=CartPole",
+    "total_timesteps=256",
+    "n_envs=1",
+    "algo.n_steps=32",
+    "algo.batch_size=32",
+    "+algo.policy_kwargs.net_arch=[16]",
+    "test_episodes=2",
+    "logger.formats=[csv]",
+    "verbose=0",
+]
+USABLE_NODE_STATES = {"idle", "mix"}
+
+
+def _cluster_problem() -> str | None:
+    """Why no Slurm job could start now, or None when ``sinfo`` shows a node with free CPUs."""
+    if shutil.which("sinfo") is None:
+        return "sinfo is not installed (scripts/slurm_local.sh install)"
+    try:
+        done = subprocess.run(
+            ["sinfo", "--noheader", "--format=%t"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return "sinfo did not answer within 30 s"
+    if done.returncode != 0:
+        return f"sinfo failed: {done.stderr.strip() or done.stdout.strip()}"
+    states = set(done.stdout.split())
+    if not states & USABLE_NODE_STATES:
+        return f"no idle node (sinfo node states: {sorted(states) or 'none'})"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster() -> None:
+    problem = _cluster_problem()
+    if problem is None:
+        return
+    message = f"no usable Slurm cluster: {problem}; start one with scripts/slurm_local.sh start"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _job_ids(sweep_dir: Path) -> list[str]:
+    """Slurm ids of the jobs this sweep submitted, from Submitit's folders: ``<array id>_<index>`` for an array,
+    ``<job id>`` for a sweep of one job (an array also has a ``<array id>`` folder, holding its sbatch script)."""
+    folder = sweep_dir / ".submitit"
+    names = [p.name for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+    in_array = sorted(name for name in names if re.fullmatch(r"\d+_\d+", name))
+    return in_array or sorted(name for name in names if name.isdigit())
+
+
+@pytest.fixture
+def sweep_dir(tmp_path: Path) -> Iterator[Path]:
+    """A sweep dir whose jobs are cancelled at the end, so that a failing test leaves nothing in the queue."""
+    path = tmp_path / "sweep"
+    yield path
+    ids = _job_ids(path)
+    if ids:
+        subprocess.run(["scancel", *ids], capture_output=True, check=False, timeout=30)
+
+
+def _sweep_command(sweep_dir: Path, *overrides: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "rlzoo.train",
+        "-m",
+        "hardware=slurm_cpu",
+        *overrides,
+        f"hydra.sweep.dir={sweep_dir}",
+        "hydra.launcher.timeout_min=5",
+    ]
+
+
+def _num_timesteps(model_zip: Path) -> int:
+    """``num_timesteps`` as SB3 saved it in the model's ``data`` JSON."""
+    with zipfile.ZipFile(model_zip) as archive:
+        return int(json.loads(archive.read("data"))["num_timesteps"])
+
+
+def _launcher_and_hardware(overrides: list[str]) -> tuple[DictConfig, DictConfig]:
+    """The ``hydra.launcher`` and ``hardware`` nodes a sweep job sees, resolved (``${hydra:...}`` as in a job)."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
+    previous = HydraConfig.instance().cfg
+    HydraConfig.instance().set_config(cfg)
+    try:
+        nodes = [OmegaConf.to_container(node, resolve=True) for node in (cfg.hydra.launcher, cfg.hardware)]
+    finally:
+        HydraConfig.instance().cfg = previous
+    launcher, hardware = (DictConfig(node) for node in nodes)
+    return launcher, hardware
+
+
+def test_slurm_profiles_read_site_values_from_env_and_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLZOO_SLURM_PARTITION", "cpu-long")
+    monkeypatch.setenv("RLZOO_SLURM_CPUS_PER_TASK", "3")
+    monkeypatch.setenv("RLZOO_SLURM_MEM_GB", "12")
+    launcher, hardware = _launcher_and_hardware(["hardware=slurm_cpu", "hydra.launcher.timeout_min=7"])
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert (launcher.partition, launcher.cpus_per_task, launcher.mem_gb) == ("cpu-long", 3, 12)
+    assert launcher.timeout_min == 7  # the command line wins
+    assert (launcher.max_num_timeout, launcher.signal_delay_s) == (3, 30)  # requeue on time-out, warn 30 s ahead
+    assert hardware.device == "cpu" and hardware.torch_threads == 3  # threads follow the CPUs per task
+
+    monkeypatch.delenv("RLZOO_SLURM_PARTITION")
+    launcher, hardware = _launcher_and_hardware(["hardware=slurm_gpu", "hydra.launcher.cpus_per_task=2"])
+    assert launcher.partition is None  # the cluster's default partition
+    assert (launcher.gpus_per_node, hardware.device, hardware.torch_threads) == (1, "cuda", 2)
+
+
+def test_sweep_of_three_jobs_runs_as_a_slurm_array(slurm_cluster: None, sweep_dir: Path, tmp_path: Path) -> None:
+    started = time.perf_counter()
+    done = subprocess.run(
+        _sweep_command(sweep_dir, *TINY_SWEEP, "seed=0,1,2"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    seeds = []
+    for job in range(3):
+        run = RunDir(sweep_dir / str(job))
+        assert run.is_finished() and run.model.is_file(), f"job {job}: {sorted(p.name for p in run.path.iterdir())}"
+        config = run.read_config()
+        assert config.seed == job and config.hardware.torch_threads == 1
+        assert json.loads(run.metrics.read_text())["train/timesteps"] >= 256
+        seeds.append(config.seed)
+    assert seeds == [0, 1, 2]
+    # Every job ran under Slurm, as one array submitted with the profile's settings.
+    ids = _job_ids(sweep_dir)
+    assert len(ids) == 3 and len({job_id.split("_")[0] for job_id in ids}) == 1, ids
+    (script,) = (sweep_dir / ".submitit").glob("*/*_submission.sh")
+    assert {"#SBATCH --signal=USR2@30", "#SBATCH --cpus-per-task=1", "#SBATCH --time=5"} <= set(
+        script.read_text().splitlines()
+    )
+    print(f"3-job Slurm sweep: {time.perf_counter() - started:.1f} s")
+
+
+def _wait_for(condition: str, check: Callable[[], bool], process: subprocess.Popen[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            pytest.fail(f"the sweep ended (rc {process.returncode}) before {condition}:\n{output[-3000:]}")
+        time.sleep(0.1)
+    pytest.fail(f"timed out after {timeout_s} s waiting for {condition}")
+
+
+def _submitit_log(sweep_dir: Path, job_id: str) -> str:
+    return "".join(path.read_text() for path in sorted((sweep_dir / ".submitit" / job_id).glob("*_log.*")))
+
+
+def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sweep_dir: Path, tmp_path: Path) -> None:
+    total = 40_000
+    run = RunDir(sweep_dir / "0")
+    process = subprocess.Popen(
+        _sweep_command(
+            sweep_dir,
+            "algo=ppo",
+            "env=CartPole",  # rl-zoo3's tuned pair: 8 envs, 256 steps per rollout
+            "seed=0",
+            f"total_timesteps={total}",
+            "checkpoint_freq=2000",
+            "+algo.policy_kwargs.net_arch=[16]",
+            "test_episodes=2",
+            "logger.formats=[csv]",
+            "verbose=0",
+        ),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait_for("the first checkpoint", lambda: bool(run.checkpoints()), process, timeout_s=120)
+        (job_id,) = _job_ids(sweep_dir)
+        assert not run.is_finished(), f"the job finished before it could be signalled; raise total_timesteps={total}"
+        signalled_at = _num_timesteps(run.checkpoints()[-1] / "model.zip")
+        subprocess.run(["scancel", "--signal=USR2", job_id], check=True, timeout=30)
+        output, _ = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, output[-3000:]
+
+    log = _submitit_log(sweep_dir, job_id)
+    assert "Caught signal SIGUSR2" in log and "Requeued job" in log, log[-3000:]
+    assert run.is_finished()
+    resumed_from = run.resumes()
+    assert len(resumed_from) == 1 and resumed_from[0] >= signalled_at, resumed_from
+    assert _num_timesteps(run.model) >= total
+    with run.returns100.open() as stream:
+        frames = [int(row["frame"]) for row in csv.DictReader(stream)]
+    assert frames == sorted(frames) and len(set(frames)) == len(frames), frames  # one curve, continued
+    assert frames[-1] > resumed_from[0], frames  # episodes after the resume joined the curve
+    config = run.read_config()
+    assert config.seed == 0 and config.total_timesteps == total
