@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 from wandb.proto import wandb_internal_pb2
@@ -54,3 +58,25 @@ def test_wandb_offline_run_carries_job_config_and_metrics(compose: Compose, tmp_
     assert {"rollout/ep_rew_mean", "train/policy_gradient_loss", "time/fps"} <= logged
     summary = {item.key for r in records if r.HasField("summary") for item in r.summary.update}
     assert "test/mean_return" in summary and metrics["test/episodes"] == 2
+
+
+def test_sweep_jobs_share_the_sweep_dir_as_wandb_group(tmp_path: Path) -> None:
+    """A 2-job multirun with logger=wandb: both offline runs carry the sweep dir as group and comparison columns."""
+    sweep_dir = tmp_path / "sweep"
+    command = [sys.executable, "-m", "rlzoo.train", "-m", "algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN,
+               "logger=wandb", "logger.formats=[csv]", "seed=0,1", f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env={**os.environ, "WANDB_SILENT": "true"}
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    for job, seed in (("0", 0), ("1", 1)):
+        files = list((sweep_dir / job / "wandb").glob("offline-run-*/run-*.wandb"))
+        records = read_wandb_records(files[0])
+        run = next(r.run for r in records if r.HasField("run"))
+        assert run.run_group == str(sweep_dir)
+        items = [*run.config.update, *(i for r in records if r.HasField("config") for i in r.config.update)]
+        config = {item.key: json.loads(item.value_json) for item in items}
+        assert config["algo_name"] == "PPO" and config["env_id"] == "CartPole-v1" and config["seed"] == seed
+        assert config["srl_model_name"] == "ground_truth"
+    summary = (sweep_dir / "summary.csv").read_text().splitlines()
+    assert len(summary) == 3 and all(",done," in line for line in summary[1:])

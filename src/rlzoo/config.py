@@ -10,6 +10,7 @@ import hydra
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 
@@ -23,6 +24,19 @@ def _find_config_dir() -> Path:
 
 
 CONFIG_DIR = _find_config_dir()
+
+
+def _wandb_group() -> str:
+    """``${rlzoo.wandb_group:}``: a sweep's jobs share its sweep dir as group; a single run is grouped by
+    ``<algo>_<env>_<srl_model>``."""
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        return str(hydra_cfg.sweep.dir)
+    choices = hydra_cfg.runtime.choices
+    return f"{choices.get('algo')}_{choices.get('env')}_{choices.get('srl_model')}"
+
+
+OmegaConf.register_new_resolver("rlzoo.wandb_group", _wandb_group, replace=True)
 
 
 def instantiate(config: Any, **kwargs: Any) -> Any:

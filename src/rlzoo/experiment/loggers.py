@@ -63,6 +63,16 @@ class AppendingCSVOutputFormat(CSVOutputFormat):
         self.file.seek(0, os.SEEK_END)
 
 
+def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:
+    """Flat config columns to compare runs by in W&B's table: algorithm class, env id, representation, seed."""
+    return {
+        "algo_name": str(config["algo"].get("_target_", "")).rsplit(".", 1)[-1],
+        "env_id": config["env"].get("id"),
+        "srl_model_name": config["srl_model"].get("name"),
+        "seed": config.get("seed"),
+    }
+
+
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
     """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
     import wandb
@@ -75,7 +85,7 @@ def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) ->
         tags=settings.tags,
         mode=settings.mode,  # type: ignore[arg-type]
         dir=str(run.path),
-        config=config,
+        config={**config, **comparison_columns(config)},
         reinit="create_new",
     )
 
