@@ -104,3 +104,23 @@ def test_sigkilled_training_process_resumes(tmp_path: Path) -> None:
     assert PPO.load(run.model).num_timesteps >= 5000
     frames = returns100_frames(run)
     assert frames == sorted(frames) and frames[-1] >= 5000
+
+
+def test_sigusr2_saves_a_checkpoint_then_ends_the_run(tmp_path: Path) -> None:
+    """SIGUSR2 (Slurm's warning) saves a checkpoint at the current step before the previous handler (here the
+    default: the process ends) takes over, so a requeued job loses nothing."""
+    run = RunDir(tmp_path / "run")
+    command = [sys.executable, "-m", "rlzoo.train", "algo=ppo", "env=CartPole", "n_envs=2", "algo.n_steps=64",
+               "algo.batch_size=64", "algo.n_epochs=2", "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=100000",
+               "checkpoint_freq=50000", "test_episodes=2", "verbose=0", "logger.formats=[csv]",
+               f"run_dir={run.path}", f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (run.path / "progress.csv").is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGUSR2)
+    assert process.wait(timeout=60) == -signal.SIGUSR2
+    steps = [int(folder.name) for folder in run.checkpoints()]
+    assert len(steps) == 1 and 0 < steps[0] < 50000  # saved on the signal, not by the interval
+    assert (run.checkpoints()[0] / "state.json").is_file()

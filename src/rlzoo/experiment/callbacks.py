@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
@@ -88,7 +91,9 @@ class Returns100(BaseCallback):
 
 
 class Checkpoint(BaseCallback):
-    """Save the model and its normalisation statistics every ``every_steps`` agent steps (summed over envs).
+    """Save the model and its normalisation statistics every ``every_steps`` agent steps (summed over envs), and once
+    more on SIGUSR2 (Slurm's warning before a time limit or preemption) before handing the signal on to the handler
+    that was there (Submitit's, which requeues the job; without one, the default: the process ends).
 
     :param run: the run directory.
     :param every_steps: checkpoint interval in agent steps.
@@ -105,15 +110,40 @@ class Checkpoint(BaseCallback):
         self.normalizer = normalizer
         self.returns100 = returns100
         self._next = every_steps
+        self._signalled = False
+        self._previous_handler: Any = None
 
     def _on_training_start(self) -> None:
+        self._aim()
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGUSR2, self._on_signal)
+            self._previous_handler = signal.SIG_DFL if previous is None else previous
+
+    def _aim(self) -> None:
         """Aim at the next multiple of the interval (also right after a save)."""
         self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
 
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signalled = True  # saved at the next step: a handler may interrupt a half-done gradient update
+
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self._next:
-            pending = self.returns100.pending if self.returns100 is not None else []
-            state = log_state(self.run, pending)
-            self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer, state)
-            self._on_training_start()
+        if self.num_timesteps >= self._next or self._signalled:
+            self._save()
+            self._aim()
+        if self._signalled:
+            self._restore_handler()
+            os.kill(os.getpid(), signal.SIGUSR2)  # now the previous handler (or the default action) takes over
         return True
+
+    def _save(self) -> None:
+        pending = self.returns100.pending if self.returns100 is not None else []
+        state = log_state(self.run, pending)
+        self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer, state)
+
+    def _restore_handler(self) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGUSR2, self._previous_handler)
+            self._previous_handler = None
+
+    def _on_training_end(self) -> None:
+        self._restore_handler()
