@@ -4,7 +4,7 @@
 #   scripts/slurm_local.sh install   apt-get install slurm-wlm munge (only when sinfo is missing; needs root)
 #   scripts/slurm_local.sh start     write the config, start munged, slurmctld and slurmd; wait until the node is idle
 #   scripts/slurm_local.sh status    the daemons' pids and sinfo; exit 0 only when the node can run jobs
-#   scripts/slurm_local.sh stop      stop the three daemons this script started (by their pid files)
+#   scripts/slurm_local.sh stop      stop slurmd, slurmctld and munged (by their pid files)
 #
 # Every subcommand is idempotent: `start` on a running cluster only checks it. Needs root (slurmctld and slurmd run
 # as root, munged as user munge). Files:
@@ -134,7 +134,7 @@ start_munged() {
     fi
     mkdir -p "$MUNGE_SOCKET_DIR" "$(dirname "$MUNGED_LOG")"
     chown munge:munge "$MUNGE_SOCKET_DIR" "$(dirname "$MUNGED_LOG")"
-    runuser -u munge -- munged
+    runuser -u munge -- munged || fail "munged did not start"
     say "started munged (pid $(cat "$MUNGED_PID"))"
 }
 
@@ -208,11 +208,11 @@ wait_until_idle() {
 }
 
 cmd_install() {
-    need_root
     if command -v sinfo >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; then
         say "slurm-wlm and munge are installed"
         return 0
     fi
+    need_root
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
     say "installed slurm-wlm and munge"

@@ -69,3 +69,9 @@ def test_a_finished_run_is_never_overwritten(compose: Compose, tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"holds a finished run"):
         train(compose(overrides))
     assert (tmp_path / "run" / "metrics.json").read_text() == before
+
+
+def test_batched_vec_env_on_another_env_fails_before_writing(compose: Compose, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="vec_env=batched"):
+        train(compose(["algo=ppo", "env=CartPole", "vec_env=batched"]))
+    assert not (tmp_path / "run").exists()

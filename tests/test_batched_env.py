@@ -174,8 +174,9 @@ def test_pixels_render_and_env_attributes() -> None:
 def test_invalid_actions_and_unsupported_envs_fail_clearly() -> None:
     venv = batched("rlzoo/MobileRobot1D-v0")
     venv.reset()
-    with pytest.raises(ValueError, match="invalid actions"):
-        venv.step(np.array([0, 1, 2]))
+    for actions in ([0, 1, 2], [0, -1, 1]):
+        with pytest.raises(ValueError, match="invalid actions"):
+            venv.step(np.array(actions))
     with pytest.raises(ValueError, match="MobileRobot family only"):
         BatchedMobileRobot("CartPole-v1", 2)
     with pytest.raises(ValueError, match="render_mode='rgb_array'"):

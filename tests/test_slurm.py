@@ -170,14 +170,14 @@ def test_sweep_of_three_jobs_runs_as_a_slurm_array(slurm_cluster: None, sweep_di
     print(f"3-job Slurm sweep: {time.perf_counter() - started:.1f} s")
 
 
-def _wait_for(condition: str, check: Callable[[], bool], process: subprocess.Popen[str], timeout_s: float) -> None:
+def _wait_for(condition: str, check: Callable[[], bool], process: subprocess.Popen[bytes], log: Path) -> None:
+    timeout_s = 120
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if check():
             return
         if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
-            pytest.fail(f"the sweep ended (rc {process.returncode}) before {condition}:\n{output[-3000:]}")
+            pytest.fail(f"the sweep ended (rc {process.returncode}) before {condition}:\n{log.read_text()[-3000:]}")
         time.sleep(0.1)
     pytest.fail(f"timed out after {timeout_s} s waiting for {condition}")
 
@@ -189,39 +189,40 @@ def _submitit_log(sweep_dir: Path, job_id: str) -> str:
 def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sweep_dir: Path, tmp_path: Path) -> None:
     total = 40_000
     run = RunDir(sweep_dir / "0")
-    process = subprocess.Popen(
-        _sweep_command(
-            sweep_dir,
-            "algo=ppo",
-            "env=CartPole",  # rl-zoo3's tuned pair: 8 envs, 256 steps per rollout
-            "seed=0",
-            f"total_timesteps={total}",
-            "checkpoint_freq=2000",
-            "+algo.policy_kwargs.net_arch=[16]",
-            "test_episodes=2",
-            "logger.formats=[csv]",
-            "verbose=0",
-        ),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    log = tmp_path / "sweep.log"  # a file, not a pipe: nothing reads the launcher's output until it ends
+    with log.open("wb") as out:  # the child keeps its own copy of the file
+        process = subprocess.Popen(
+            _sweep_command(
+                sweep_dir,
+                "algo=ppo",
+                "env=CartPole",  # rl-zoo3's tuned pair: 8 envs, 256 steps per rollout
+                "seed=0",
+                f"total_timesteps={total}",
+                "checkpoint_freq=2000",
+                "+algo.policy_kwargs.net_arch=[16]",
+                "test_episodes=2",
+                "logger.formats=[csv]",
+                "verbose=0",
+            ),
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        _wait_for("the first checkpoint", lambda: bool(run.checkpoints()), process, timeout_s=120)
+        _wait_for("the first checkpoint", lambda: bool(run.checkpoints()), process, log)
         (job_id,) = _job_ids(sweep_dir)
         assert not run.is_finished(), f"the job finished before it could be signalled; raise total_timesteps={total}"
         signalled_at = _num_timesteps(run.checkpoints()[-1] / "model.zip")
         subprocess.run(["scancel", "--signal=USR2", job_id], check=True, timeout=30)
-        output, _ = process.communicate(timeout=180)
+        process.wait(timeout=180)
     finally:
         if process.poll() is None:
             process.kill()
-            process.communicate()
-    assert process.returncode == 0, output[-3000:]
+            process.wait()
+    assert process.returncode == 0, log.read_text()[-3000:]
 
-    log = _submitit_log(sweep_dir, job_id)
-    assert "Caught signal SIGUSR2" in log and "Requeued job" in log, log[-3000:]
+    job_log = _submitit_log(sweep_dir, job_id)
+    assert "Caught signal SIGUSR2" in job_log and "Requeued job" in job_log, job_log[-3000:]
     assert run.is_finished()
     resumed_from = run.resumes()
     assert len(resumed_from) == 1 and resumed_from[0] >= signalled_at, resumed_from

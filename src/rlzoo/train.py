@@ -18,16 +18,16 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlzoo.algos.factory import build_algorithm_factory, check_action_space, fit_action_type
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.experiment import environment as envs
 from rlzoo.experiment.callbacks import Checkpoint, Returns100
 from rlzoo.experiment.evaluation import run_test_episodes, summarize
 from rlzoo.experiment.loggers import WandbSettings, check_formats, make_logger, start_wandb
+from rlzoo.experiment.plan import plan_run
 from rlzoo.experiment.resume import find_resume_point, resume_config, resume_model, truncate_logs
 from rlzoo.experiment.rundir import RunDir, save_model
-from rlzoo.experiment.settings import Hardware, RunSettings
+from rlzoo.experiment.settings import RunSettings
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
@@ -38,18 +38,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
     started = time.perf_counter()
     if cfg.get("resume"):
         cfg = resume_config(Path(cfg.resume), cfg, overrides=[])
-    OmegaConf.resolve(cfg)
-    settings = RunSettings.from_config(cfg)
-    hardware = Hardware.from_config(cfg.hardware)
-    factory = build_algorithm_factory(cfg.algo)
-    spec = envs.EnvSpec.from_config(cfg.env)
-    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
-    if "continuous" in spec.kwargs:
-        cfg.env.continuous = spec.kwargs["continuous"]  # the run's config records the action type it trained with
-    representation = envs.Representation.from_config(cfg.srl_model, spec.id)  # pins a learned encoder
-    policy = factory.policy_for(representation.policy_family)
-    _, action_space = envs.probe_spaces(spec, representation)
-    check_action_space(factory.algo_class, action_space)
+    plan = plan_run(cfg)  # every input checked; cfg.env.continuous records the action type
+    settings, hardware, factory, spec = plan.settings, plan.hardware, plan.factory, plan.spec
+    representation, policy = plan.representation, plan.policy
     formats = check_formats(cfg.logger.formats, settings.verbose)
     wandb_settings = WandbSettings(**cfg.logger.wandb) if cfg.logger.get("wandb") else None
 

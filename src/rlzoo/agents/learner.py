@@ -2,58 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.agents.held import HeldVecEnv
-from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space, fit_action_type
 from rlzoo.experiment import environment as envs
-from rlzoo.experiment.settings import Hardware, RunSettings
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What ``train(cfg)`` checks before it writes anything, typed: every bad input has failed once this exists.
-
-    :param observation_space: the env's own observation space (what states carry, before the representation).
-    :param action_space: the env's action space.
-    """
-
-    settings: RunSettings
-    hardware: Hardware
-    factory: AlgorithmFactory
-    spec: envs.EnvSpec
-    representation: envs.Representation
-    policy: str | type
-    observation_space: gym.Space
-    action_space: gym.Space
-
-
-def plan_run(cfg: DictConfig) -> RunPlan:
-    """Check ``cfg`` as ``train(cfg)`` does; record the action type the env resolved to in ``cfg.env.continuous``."""
-    OmegaConf.resolve(cfg)
-    settings = RunSettings.from_config(cfg)
-    hardware = Hardware.from_config(cfg.hardware)
-    factory = build_algorithm_factory(cfg.algo)
-    spec = envs.EnvSpec.from_config(cfg.env)
-    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
-    if "continuous" in spec.kwargs:
-        cfg.env.continuous = spec.kwargs["continuous"]
-    representation = envs.Representation.from_config(cfg.srl_model, spec.id)  # pins a learned encoder
-    policy = factory.policy_for(representation.policy_family)
-    bare = dataclasses.replace(representation, observation_wrapper=None, vec_wrapper=None)
-    observation_space, action_space = envs.probe_spaces(spec, bare)
-    check_action_space(factory.algo_class, action_space)
-    return RunPlan(settings, hardware, factory, spec, representation, policy, observation_space, action_space)
+from rlzoo.experiment.plan import RunPlan, plan_run
 
 
 def renders(representation: envs.Representation) -> bool:

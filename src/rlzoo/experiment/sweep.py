@@ -15,6 +15,7 @@ import fcntl
 import io
 import json
 import math
+import re
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,7 +73,7 @@ def _job_row(folder: Path) -> JobRow:
 def sweep_rows(sweep_dir: Path) -> list[JobRow]:
     """Every job dir of ``sweep_dir`` (a folder with ``.hydra/overrides.yaml``), in job-number order."""
     folders = [p for p in sweep_dir.iterdir() if p.is_dir() and (p / OVERRIDES).is_file()] if sweep_dir.is_dir() else []
-    folders.sort(key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    folders.sort(key=lambda p: (int(number.group()) if (number := re.match(r"\d+", p.name)) else -1, p.name))
     return [_job_row(folder) for folder in folders]
 
 
