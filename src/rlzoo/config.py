@@ -46,7 +46,13 @@ def instantiate(config: Any, **kwargs: Any) -> Any:
     return hydra.utils.instantiate(config, _convert_="all", **kwargs)
 
 
-def compose_config(overrides: Sequence[str] = (), *, run_dir: str | Path, config_name: str = "train") -> DictConfig:
+def compose_config(
+    overrides: Sequence[str] = (),
+    *,
+    run_dir: str | Path,
+    config_name: str = "train",
+    config_dir: Path = CONFIG_DIR,
+) -> DictConfig:
     """Compose the same config as ``python -m rlzoo.train <overrides>``, resolved, for a run writing to ``run_dir``.
 
     :param overrides: Hydra command-line overrides, e.g. ``["algo=dqn", "seed=3"]``.
@@ -55,7 +61,7 @@ def compose_config(overrides: Sequence[str] = (), *, run_dir: str | Path, config
     """
     overrides = [*overrides, f"run_dir={Path(run_dir).resolve()}"]
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
         previous = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(cfg)  # lets ${hydra:...} interpolations resolve as on the CLI

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
-from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, load_obs_norm
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecNormalize
 
 # Keys that may differ between a run and its resumption: where it is, and how chatty.
 NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar")

@@ -26,15 +26,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
-from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.running_mean_std import RunningMeanStd
-from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.errors import ConfigError
+
+if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+    from stable_baselines3.common.vec_env import VecNormalize
 
 CONFIG = "config.yaml"
 MODEL = "model.zip"
@@ -75,6 +77,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
     """Save observation statistics as plain arrays (no pickle), atomically."""
     rms = normalizer.obs_rms
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
     assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
     with _atomic_path(path) as tmp, tmp.open("wb") as stream:
         np.savez(
@@ -97,6 +101,8 @@ class ObsNorm(NamedTuple):
 
 def load_obs_norm(path: Path) -> ObsNorm:
     """Read statistics written by :func:`save_obs_norm` (plain arrays, no pickle)."""
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
     with np.load(path, allow_pickle=False) as data:
         rms = RunningMeanStd(shape=data["mean"].shape)
         rms.mean = data["mean"].astype(np.float64)

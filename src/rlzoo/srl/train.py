@@ -20,16 +20,14 @@ from typing import Any
 import hydra
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 from sklearn.decomposition import PCA
 from stable_baselines3.common.utils import get_device
 from torch import nn
 
-from rlzoo.config import CONFIG_DIR, instantiate
+from rlzoo.config import CONFIG_DIR, compose_config, instantiate
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import atomic_write_text
 from rlzoo.experiment.settings import Hardware, _flag, _integer
@@ -229,18 +227,7 @@ def _measure(states: np.ndarray, ground_truth: np.ndarray, names: list[str], knn
 
 def compose_srl_config(overrides: Sequence[str] = (), *, run_dir: str | Path) -> DictConfig:
     """Compose the same config as ``python -m rlzoo.srl.train <overrides>``, resolved, writing to ``run_dir``."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(SRL_CONFIG_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=[*overrides, f"run_dir={Path(run_dir).resolve()}"], return_hydra_config=True)
-        previous = HydraConfig.instance().cfg
-        HydraConfig.instance().set_config(cfg)
-        try:
-            with open_dict(cfg):
-                del cfg["hydra"]
-            OmegaConf.resolve(cfg)
-        finally:
-            HydraConfig.instance().cfg = previous
-    return cfg
+    return compose_config(overrides, run_dir=run_dir, config_name="train", config_dir=SRL_CONFIG_DIR)
 
 
 @hydra.main(config_path=str(SRL_CONFIG_DIR), config_name="train", version_base="1.3")
