@@ -46,3 +46,17 @@ def test_tuned_pair_reaches_threshold(
         assert metrics["train/timesteps"] <= steps + cfg.n_envs * 256
         means.append(last_training_episodes_mean(run_dir, cfg.n_envs))
     assert np.mean(means) >= threshold, f"last-100 means per seed: {means}"
+
+
+def test_ppo_on_raw_pixels_learns(compose: Compose, tmp_path: Path) -> None:
+    """PPO on 64 x 64 top-down images, the tuned pair, 1M steps, one seed (about 40 minutes on 2 cores).
+
+    Measured at seed 0: last-100 mean 188.0 (median 226; paper at 224² after 5M steps: 231.5 ± 3.1); a random policy
+    scores about 0.
+    """
+    run_dir = tmp_path / "pixels"
+    cfg = compose(["algo=ppo", "env=MobileRobot", "env.random_target=true", "srl_model=raw_pixels",
+                   "total_timesteps=1000000", "checkpoint_freq=100000", "test_episodes=10", "verbose=0"],
+                  run_dir=run_dir)  # fmt: skip
+    train(cfg)
+    assert last_training_episodes_mean(run_dir, cfg.n_envs) >= 120.0
