@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,16 @@ def renders(representation: envs.Representation) -> bool:
     return representation.make_kwargs.get("render_mode") == "rgb_array"
 
 
-def first_input(plan: RunPlan) -> np.ndarray:
+def env_observation_space(plan: RunPlan) -> gym.Space:
+    """The env's own observation space: what states carry before the representation's wrappers."""
+    bare = dataclasses.replace(plan.representation, observation_wrapper=None, vec_wrapper=None)
+    return envs.probe_spaces(plan.spec, bare)[0]
+
+
+def first_input(plan: RunPlan, observation_space: gym.Space) -> np.ndarray:
     """An input of the kind states carry (a render or an observation), for wrappers that read one when built."""
     if not renders(plan.representation):
-        space = plan.observation_space
-        return np.zeros(space.shape or (), dtype=space.dtype)
+        return np.zeros(observation_space.shape or (), dtype=observation_space.dtype)
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     env = gym.make(plan.spec.id, **{**plan.spec.kwargs, **plan.representation.make_kwargs})
     try:
@@ -57,8 +63,9 @@ class Learner:
         plan = plan_run(cfg)
         plan.hardware.apply()
         set_random_seed(plan.settings.seed)
-        first = np.stack([first_input(plan)] * plan.settings.n_envs)
-        held = HeldVecEnv(plan.representation, first, plan.action_space, plan.observation_space, monitor=True)
+        observation_space = env_observation_space(plan)
+        first = np.stack([first_input(plan, observation_space)] * plan.settings.n_envs)
+        held = HeldVecEnv(plan.representation, first, plan.action_space, observation_space, monitor=True)
         normalizer = envs.normalize_observations(held.venv) if plan.settings.normalize else None
         model = plan.factory(
             env=normalizer or held.venv, policy=plan.policy, seed=plan.settings.seed,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -17,7 +16,6 @@ from rlzoo.experiment.settings import Hardware, RunSettings
 class RunPlan:
     """What ``train(cfg)`` checks before it writes anything, typed: every bad input has failed once this exists.
 
-    :param observation_space: the env's own observation space (what states carry, before the representation).
     :param action_space: the env's action space.
     """
 
@@ -27,7 +25,6 @@ class RunPlan:
     spec: envs.EnvSpec
     representation: envs.Representation
     policy: str | type
-    observation_space: gym.Space
     action_space: gym.Space
 
 
@@ -47,6 +44,4 @@ def plan_run(cfg: DictConfig) -> RunPlan:
     check_action_space(factory.algo_class, action_space)
     if settings.vec_env == "batched":  # its own checks (env family, representation, image size), before any write
         envs.make_batched_env(spec, representation, n_envs=1, seed=settings.seed).close()
-    bare = dataclasses.replace(representation, observation_wrapper=None, vec_wrapper=None)
-    observation_space, _ = envs.probe_spaces(spec, bare)
-    return RunPlan(settings, hardware, factory, spec, representation, policy, observation_space, action_space)
+    return RunPlan(settings, hardware, factory, spec, representation, policy, action_space)
