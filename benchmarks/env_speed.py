@@ -33,14 +33,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 import rlzoo  # noqa: F401  (registers rlzoo/MobileRobot-v0)
-from rlzoo.algos.factory import build_algorithm_factory, fit_action_type
-from rlzoo.config import compose_config, instantiate
-from rlzoo.experiment import environment as envs
+from rlzoo.config import compose_config
+from rlzoo.experiment.build import RunBuilder
+from rlzoo.experiment.plan import plan_run
 from rlzoo.srl.pixels import rendered_pixels
 
 ORIGINAL_STEPS_PER_SECOND = 800  # S-RL Toolbox MobileRobotGymEnv with PyBullet rendering at 224²
@@ -110,24 +110,22 @@ class TimedVecEnv(VecEnvWrapper):
 
 def tuned_ppo_config() -> DictConfig:
     """The config of the tuned PPO run on MobileRobot with random targets (ground truth)."""
-    return compose_config(["algo=ppo", "env=MobileRobot", "env.random_target=true"], run_dir="unused")
+    return compose_config(["algo=ppo", "env=MobileRobot", "env.random_target=true", "verbose=0"], run_dir="unused")
 
 
 def make_vec_env_of(cfg: DictConfig, vec_env: str) -> VecEnv:
     """The vec env that ``rlzoo.train`` builds for ``cfg`` (without monitor files), as ``vec_env``."""
-    spec = envs.EnvSpec.from_config(cfg.env)
-    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, build_algorithm_factory(cfg.algo).algo_class))
-    representation = envs.Representation.from_config(cfg.srl_model)
-    return envs.make_env(spec, representation, n_envs=cfg.n_envs, seed=cfg.seed, vec_env=vec_env)
+    plan = plan_run(OmegaConf.merge(cfg, {"vec_env": vec_env}), run_dir_state=False)  # type: ignore[arg-type]
+    return RunBuilder(plan).training_env()
 
 
 def ppo_env_share(total_timesteps: int, vec_env: str) -> dict[str, Any]:
     """Train PPO with the tuned MobileRobot pair on ``vec_env``, timing the env; returns its share of ``learn()``."""
     cfg = tuned_ppo_config()
     timed = TimedVecEnv(make_vec_env_of(cfg, vec_env))
-    normalizer = envs.normalize_observations(timed)  # as rlzoo.train: normalisation sits above the env, not in it
-    factory = instantiate(cfg.algo)
-    model = factory(env=normalizer, policy="MlpPolicy", seed=0, verbose=0, device="cpu")
+    build = RunBuilder(plan_run(cfg, run_dir_state=False))
+    normalizer = build.normalizer(timed)  # as rlzoo.train: normalisation sits above the env, not in it
+    model = build.model(normalizer or timed, normalizer)
     learn = Clock()
     with learn.timing():
         model.learn(total_timesteps)

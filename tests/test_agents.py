@@ -16,9 +16,9 @@ from stable_baselines3.common.utils import set_random_seed
 from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
 from rlzoo import State, load_agent, preset
 from rlzoo.agents import BoundPreset, StateArray, TestAgent, TrainingAgent
-from rlzoo.agents.learner import plan_run
 from rlzoo.errors import ConfigError
-from rlzoo.experiment import environment as envs
+from rlzoo.experiment.build import RunBuilder
+from rlzoo.experiment.plan import plan_run
 from rlzoo.experiment.rundir import RunDir
 from rlzoo.train import train
 
@@ -40,7 +40,7 @@ def test_states_from_gymnasium_results() -> None:
 def drive(bound: BoundPreset, steps: int, render: bool = False) -> TrainingAgent:
     """A user's loop: plain Gymnasium envs the agent did not create, no ``learn()``."""
     agent, seed = bound.agent(train_steps=steps), bound.config.seed
-    spec = envs.EnvSpec.from_config(bound.config.env)
+    spec = bound.learner.plan.spec
     if agent.n_envs > 1:
         vec = gym.make_vec(spec.id, agent.n_envs, "sync", vector_kwargs=SAME_STEP, **spec.kwargs)
         states = StateArray.from_reset(vec.reset(seed=seed))
@@ -58,12 +58,12 @@ def drive(bound: BoundPreset, steps: int, render: bool = False) -> TrainingAgent
 
 def learn_twin(bound: BoundPreset, steps: int) -> torch.nn.Module:
     """The same config trained by SB3's own ``learn()`` on the env ``train(cfg)`` builds."""
-    plan = plan_run(bound.config.copy())
-    set_random_seed(plan.settings.seed)
-    venv = envs.make_env(plan.spec, plan.representation, n_envs=plan.settings.n_envs, seed=plan.settings.seed)
-    env = envs.normalize_observations(venv) if plan.settings.normalize else venv
-    model = plan.factory(env=env, policy=plan.policy, seed=plan.settings.seed, device="cpu", verbose=0)
-    return model.learn(steps).policy
+    plan = plan_run(bound.config, run_dir_state=False)
+    build = RunBuilder(plan)
+    set_random_seed(plan.seed)
+    venv = build.training_env()
+    normalizer = build.normalizer(venv)
+    return build.model(normalizer or venv, normalizer).learn(steps).policy
 
 
 TINY_PPO = [*TINY_ON_POLICY, "algo.n_epochs=2", "normalize=true"]

@@ -27,8 +27,11 @@ CASES = [
     (["env=gym"], r"env=gym needs the Gymnasium id"),
     (["+env.foo=3"], r"env CartPole-v1 rejected its arguments \{'foo': 3\}"),
     (["algo=dqn", "env=Pendulum"], r"DQN cannot handle the action space Box.*algorithms that fit: a2c, ars, .*sac"),
-    (["algo=sac", "env=CartPole"], r"SAC cannot handle the action space Discrete\(2\).*fit: a2c, ars, dqn, ppo, qrdqn"),
-    (["algo=ars", "srl_model=raw_pixels"], r"ARS has no Cnn policy .*algorithms with one: a2c, ddpg, dqn, ppo"),
+    (
+        ["algo=sac", "env=CartPole"],
+        r"SAC cannot handle the action space Discrete\(2\).*fit: a2c, ars, .*dqn, .*ppo, .*qrdqn",
+    ),
+    (["algo=ars", "srl_model=raw_pixels"], r"ARS has no Cnn policy .*algorithms with one: a2c, .*ddpg, .*dqn, .*ppo"),
     (["algo=crossq", "env=Pendulum", "srl_model=raw_pixels"], r"CrossQ has no Cnn policy"),
     (["logger.formats=[json]"], r"logger.formats has \['json'\]; allowed: stdout, csv, tensorboard"),
     (["hardware.device=tpu"], r"hardware.device='tpu'; allowed: cpu, cuda"),

@@ -15,9 +15,11 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 from tests.conftest import TINY_ON_POLICY, TINY_RUN, Compose
 
-from rlzoo.envs.batched import BatchedMobileRobot, PerEnvMonitor
+from rlzoo.experiment.batched import BatchedMobileRobot
+from rlzoo.experiment.monitor import PerEnvMonitor
 from rlzoo.errors import ConfigError
-from rlzoo.experiment import environment as envs
+from rlzoo.experiment.build import vec_env
+from rlzoo.experiment.plan import plan_run
 from rlzoo.experiment.results import read_monitor
 from rlzoo.experiment.rundir import RunDir
 from rlzoo.srl.pixels import rendered_pixels
@@ -185,10 +187,8 @@ def test_invalid_actions_and_unsupported_envs_fail_clearly() -> None:
 
 def test_make_env_batched_choice(compose: Compose) -> None:
     def make(overrides: list[str]) -> VecEnv:
-        cfg = compose(overrides)
-        spec = envs.EnvSpec.from_config(cfg.env)
-        representation = envs.Representation.from_config(cfg.srl_model)
-        return envs.make_env(spec, representation, n_envs=2, seed=0, vec_env="batched")
+        plan = plan_run(compose(overrides))
+        return vec_env(plan.spec, plan.representation, n_envs=2, seed=0, kind="batched")
 
     assert isinstance(make(["env=MobileRobot", "env.continuous=false"]).unwrapped, BatchedMobileRobot)
     pixels = make(["env=MobileRobot", "env.continuous=false", "srl_model=raw_pixels", "srl_model.frame_stack=2"])

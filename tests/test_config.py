@@ -7,6 +7,7 @@ from unittest import mock
 
 import gymnasium as gym
 import pytest
+from omegaconf import OmegaConf
 
 from conftest import Compose
 from rlzoo.algos.factory import build_algorithm_factory, supported_action_spaces
@@ -75,6 +76,6 @@ def test_supported_action_spaces_read_from_constructors() -> None:
 
 
 def test_run_keys_are_typed(compose: Compose, tmp_path: Path) -> None:
-    settings = RunSettings.from_config(compose(["total_timesteps=1e5", "n_envs=4.0"]))
+    settings = RunSettings.from_values(OmegaConf.to_container(compose(["total_timesteps=1e5", "n_envs=4.0"])))
     assert (settings.total_timesteps, settings.n_envs) == (100_000, 4)
     assert settings.run_dir == str((tmp_path / "run").resolve())

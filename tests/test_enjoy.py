@@ -48,13 +48,15 @@ def test_load_run_rebuilds_model_env_and_frozen_normalisation(cartpole_run: Path
     loaded = load_run(cartpole_run)
     assert isinstance(loaded.model, PPO) and loaded.model.num_timesteps == 192 and loaded.label == "final"
     with np.load(cartpole_run / "obs_norm.npz") as saved:
-        assert np.array_equal(loaded.obs_rms.mean, saved["mean"]) and np.array_equal(loaded.obs_rms.var, saved["var"])
-        assert loaded.clip_obs == float(saved["clip_obs"])
+        stats = loaded.normalization
+        assert stats is not None
+        assert np.array_equal(stats.rms.mean, saved["mean"]) and np.array_equal(stats.rms.var, saved["var"])
+        assert stats.clip_obs == float(saved["clip_obs"])
     normalised, raw = loaded.make_env(seed=7), load_run(cartpole_run).make_env(seed=7).unwrapped
     expected = loaded.normalize_observation(raw.reset())
     assert np.allclose(normalised.reset(), expected) and not np.allclose(expected, raw.reset())
     normalised.step(np.array([1]))  # frozen: stepping does not move the statistics
-    assert np.array_equal(normalised.obs_rms.mean, loaded.obs_rms.mean)
+    assert np.array_equal(normalised.normalization.rms.mean, stats.rms.mean)
     assert load_run(cartpole_run, 64).model.num_timesteps == 64
     assert load_run(cartpole_run, "128").label == "checkpoint_128"
     assert load_run(cartpole_run, "latest").label == "final"  # written after the last checkpoint

@@ -12,10 +12,10 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "preset": "rlzoo.agents.presets",
-    "load_agent": "rlzoo.agents.frozen",
+    "load_agent": "rlzoo.agents.test_agent",
     "State": "rlzoo.agents.state",
     "StateArray": "rlzoo.agents.state",
-    "run_experiment": "rlzoo.experiment.run_experiment",
+    "run_experiment": "rlzoo.agents.run_experiment",
 }
 __all__ = ["__version__", *_LAZY]
 

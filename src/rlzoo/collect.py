@@ -5,27 +5,75 @@ The dataset format is :mod:`rlzoo.srl.dataset`'s; episodes are run by :mod:`rlzo
 
 from __future__ import annotations
 
-import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import hydra
 import numpy as np
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
-from rlzoo.experiment import environment as envs
-from rlzoo.experiment.rundir import atomic_write_text
-from rlzoo.experiment.settings import _flag, _integer
+from rlzoo.experiment.env_spec import EnvSpec, check_env_id
+from rlzoo.files import atomic_write_text
+from rlzoo.schema import at_least, parse
 from rlzoo.srl import collection
 from rlzoo.srl.dataset import ARRAYS, METADATA, save_dataset
 
-KEYS = {"env", "collect_policy", "n_samples", "image_size", "seed", "n_workers", "progress_bar", "run_dir"}
+
+@dataclass(frozen=True)
+class CollectSettings:
+    """The run keys of ``conf/collect.yaml`` (see there)."""
+
+    run_dir: str
+    n_samples: int = field(default=20_000, metadata=at_least(1))
+    image_size: int = field(default=64, metadata=at_least(8))
+    seed: int = field(default=0, metadata=at_least(0))
+    n_workers: int = field(default=0, metadata=at_least(0))
+    progress_bar: bool = False
+
+
+@dataclass
+class AgentPolicy:
+    """The actions of a trained agent (a ``python -m rlzoo.train`` run dir on ``srl_model=ground_truth``), which acts
+    on the env's own observation with its frozen normalisation. Loaded once per episode in each worker.
+
+    :param run: the run dir.
+    :param checkpoint: ``final``, ``latest`` or the steps of one of its checkpoints.
+    :param deterministic: the agent's deterministic action instead of a sample.
+    """
+
+    run: str
+    checkpoint: str | int = "final"
+    deterministic: bool = False
+    _loaded: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def load(self) -> Any:
+        """The run's test agent (checked: it acts on ground truth)."""
+        if self._loaded is None:
+            from rlzoo.agents import load_agent
+
+            agent = load_agent(self.run, self.checkpoint, deterministic=self.deterministic)
+            if agent.representation.name != "ground_truth":
+                raise ConfigError(
+                    f"collect_policy.run={self.run} was trained on srl_model={agent.representation.name}; "
+                    "collecting with an agent needs one trained on srl_model=ground_truth"
+                )
+            self._loaded = agent
+        return self._loaded
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_loaded": None}  # workers load the run themselves
+
+    def __call__(self, info: dict[str, Any], action_space: gym.Space, rng: np.random.Generator) -> Any:
+        from rlzoo.agents import State
+
+        return self.load().act(State(np.asarray(info[collection.STATE], dtype=np.float32)))
 
 
 def collect(cfg: DictConfig) -> dict[str, Any]:
@@ -33,17 +81,13 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
 
     Every input is checked (one episode start included) before the folder is written to.
     """
-    OmegaConf.resolve(cfg)
-    unknown = sorted(str(k) for k in cfg if k not in KEYS)
-    if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(KEYS))}")
-    n_samples = _integer("n_samples", cfg.n_samples, 1)
-    image_size = _integer("image_size", cfg.image_size, 8)
-    seed = _integer("seed", cfg.seed, 0)
-    n_workers = _integer("n_workers", cfg.n_workers, 0)
-    progress_bar = _flag("progress_bar", cfg.progress_bar)
-    spec = _dataset_env(envs.EnvSpec.from_config(cfg.env), image_size)
-    cfg.env = {"id": spec.id, **spec.kwargs}  # the dataset's config records the env as collected
+    values = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(values, dict)
+    settings = parse(CollectSettings, values, ignore=("env", "collect_policy"))  # type: ignore[arg-type]
+    n_samples, image_size, seed, n_workers = settings.n_samples, settings.image_size, settings.seed, settings.n_workers
+    spec = _dataset_env(EnvSpec.from_values(values["env"]), image_size)
+    values["env"] = {"id": spec.id, **spec.kwargs}  # the dataset's config records the env as collected
+    cfg = OmegaConf.create(values)
     try:
         policy = instantiate(cfg.collect_policy)
     except Exception as error:  # Hydra wraps the constructor's TypeError / ConfigError
@@ -60,7 +104,7 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     def task(index: int) -> collection.EpisodeTask:
         return collection.EpisodeTask(spec.id, spec.kwargs, image_size, policy, seed + index, n_samples)
 
-    with tqdm(total=n_samples, unit="frame", disable=not progress_bar, desc="collect") as bar:
+    with tqdm(total=n_samples, unit="frame", disable=not settings.progress_bar, desc="collect") as bar:
         frames, n_episodes = collection.collect_frames(task, n_samples, n_workers, lambda n: bar.update(n - bar.n))
     arrays = frames.arrays()
     metadata = {
@@ -83,18 +127,18 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     return metadata
 
 
-def _dataset_env(spec: envs.EnvSpec, image_size: int) -> envs.EnvSpec:
+def _dataset_env(spec: EnvSpec, image_size: int) -> EnvSpec:
     """Discrete actions where the env lets the algorithm choose (none here); native rendering at ``image_size``."""
-    envs.check_env_id(spec.id)
+    check_env_id(spec.id)
     kwargs = dict(spec.kwargs)
     if "continuous" in kwargs and kwargs["continuous"] is None:
         kwargs["continuous"] = False
     if "render_size" in kwargs:
         kwargs["render_size"] = image_size
-    return envs.EnvSpec(spec.id, kwargs)
+    return EnvSpec(spec.id, kwargs)
 
 
-def _check(spec: envs.EnvSpec, image_size: int, policy: collection.Policy) -> dict[str, Any]:
+def _check(spec: EnvSpec, image_size: int, policy: collection.Policy) -> dict[str, Any]:
     """Build the env, render one frame and ask the policy for one action: errors surface before any work.
 
     :return: the info of the reset.
@@ -124,14 +168,10 @@ def _ground_truth_names(info: dict[str, Any], size: int) -> list[str]:
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="collect", version_base="1.3")
+@one_line_errors("rlzoo.collect")
 def main(cfg: DictConfig) -> None:
     """Hydra entrypoint."""
-    try:
-        metadata = collect(cfg)
-    except ConfigError as error:
-        if HydraConfig.get().mode == RunMode.MULTIRUN:
-            raise
-        sys.exit(f"rlzoo.collect: error: {error}")
+    metadata = collect(cfg)
     print(
         f"rlzoo.collect: {cfg.run_dir}: {metadata['n_samples']} frames, {metadata['n_episodes']} episodes "
         f"of {metadata['env_id']}, {metadata['positive_rewards']} positive rewards"

@@ -6,10 +6,9 @@ The env, representation and frozen normalisation are rebuilt from the run dir al
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,13 @@ from gymnasium import spaces
 from matplotlib.figure import Figure
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.replay import FINAL, LATEST, Episode, LoadedRun, load_run, model_folder, open_run, run_episodes
-from rlzoo.experiment.rundir import MODEL, RunDir, atomic_write_text
+from rlzoo.experiment.rundir import MODEL, RunDir
+from rlzoo.files import atomic_write_text
+from rlzoo.schema import at_least, parse
 
 PLOTS = ("trajectory", "action_probabilities")
 VIDEO_FORMATS = ("mp4", "gif")
@@ -32,18 +34,6 @@ VIDEO_FORMATS = ("mp4", "gif")
 
 def _fail(key: str, value: Any, allowed: str) -> ConfigError:
     return ConfigError(f"{key}={value!r}; allowed: {allowed}")
-
-
-def _int(key: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _fail(key, value, f"an integer ≥ {minimum}")
-    return value
-
-
-def _bool(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _fail(key, value, "true or false")
-    return value
 
 
 def _names(key: str, value: Any, allowed: Sequence[str]) -> tuple[str, ...]:
@@ -60,12 +50,12 @@ class EnjoySettings:
 
     run: str
     checkpoint: int | str = FINAL
-    n_episodes: int = 10
+    n_episodes: int = field(default=10, metadata=at_least(1))
     deterministic: bool = True
-    seed: int = 0
+    seed: int = field(default=0, metadata=at_least(0))
     video: bool = False
     video_formats: tuple[str, ...] = ("mp4",)
-    fps: int | None = None
+    fps: int | None = field(default=None, metadata=at_least(1))
     plot: tuple[str, ...] = ()
     watch: bool = False
     watch_interval: float = 10.0
@@ -74,28 +64,19 @@ class EnjoySettings:
     def from_config(cls, cfg: DictConfig) -> EnjoySettings:
         values = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(values, dict)
-        unknown = sorted(str(k) for k in values if k not in cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(cls.__dataclass_fields__)}")
-        if values["run"] in (None, "", "???"):
+        if values.get("run") in (None, "", "???"):
             raise ConfigError("run=<run dir> is required: the folder a training run wrote (with config.yaml)")
-        interval = values["watch_interval"]
-        if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
-            raise _fail("watch_interval", interval, "a number of seconds > 0")
-        checkpoint = values["checkpoint"]
-        return cls(
-            run=str(values["run"]),
-            checkpoint=FINAL if checkpoint is None else checkpoint,
-            n_episodes=_int("n_episodes", values["n_episodes"], 1),
-            deterministic=_bool("deterministic", values["deterministic"]),
-            seed=_int("seed", values["seed"], 0),
-            video=_bool("video", values["video"]),
-            video_formats=_names("video_formats", values["video_formats"], VIDEO_FORMATS) or ("mp4",),
-            fps=None if values["fps"] is None else _int("fps", values["fps"], 1),
-            plot=_names("plot", values["plot"], PLOTS),
-            watch=_bool("watch", values["watch"]),
-            watch_interval=float(interval),
-        )
+        values["run"] = str(values["run"])
+        if values.get("checkpoint") is None:
+            values["checkpoint"] = FINAL
+        if "video_formats" in values:
+            values["video_formats"] = _names("video_formats", values["video_formats"], VIDEO_FORMATS) or ("mp4",)
+        if "plot" in values:
+            values["plot"] = _names("plot", values["plot"], PLOTS)
+        settings = parse(cls, values)  # type: ignore[arg-type]
+        if settings.watch_interval <= 0:
+            raise _fail("watch_interval", settings.watch_interval, "a number of seconds > 0")
+        return settings
 
 
 @dataclass(frozen=True)
@@ -269,17 +250,16 @@ def plot_actions(loaded: LoadedRun, episodes: Sequence[Episode], path: Path, max
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="enjoy", version_base="1.3")
+@one_line_errors("rlzoo.enjoy")
 def main(cfg: DictConfig) -> None:
     """Hydra entrypoint (``key=value`` arguments only)."""
     torch.set_num_threads(1)
+    settings = EnjoySettings.from_config(cfg)
     try:
-        settings = EnjoySettings.from_config(cfg)
         if settings.watch:
             watch(settings)
         else:
             enjoy(settings)
-    except ConfigError as error:
-        sys.exit(f"rlzoo.enjoy: error: {error}")
     except KeyboardInterrupt:
         print("rlzoo.enjoy: stopped")
 

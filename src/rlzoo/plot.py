@@ -10,19 +10,19 @@ import csv
 import io
 import math
 import re
-import sys
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import hydra
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.results import (
@@ -35,7 +35,8 @@ from rlzoo.experiment.results import (
     read_run,
     results_table,
 )
-from rlzoo.experiment.rundir import atomic_write_text
+from rlzoo.files import atomic_write_text
+from rlzoo.schema import at_least, parse
 
 X_AXES = {"timesteps": "agent steps (summed over envs)", "episodes": "training episodes"}
 AUTO = "auto"
@@ -47,11 +48,11 @@ class PlotSettings:
 
     dir: str
     out: str | None = None
-    x: str = "timesteps"
+    x: Literal["timesteps", "episodes"] = "timesteps"
     budgets: tuple[int, ...] | None = None
     baseline: str | None = AUTO
-    last_episodes: int = 100
-    smooth: int = 100
+    last_episodes: int = field(default=100, metadata=at_least(1))
+    smooth: int = field(default=100, metadata=at_least(1))
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> PlotSettings:
@@ -59,26 +60,14 @@ class PlotSettings:
         assert isinstance(values, dict)
         if values["dir"] in (None, "", "???"):
             raise ConfigError("dir=<folder> is required: a run dir, or a folder of runs or sweeps (searched below)")
-        if values["x"] not in X_AXES:
-            raise ConfigError(f"x={values['x']!r}; allowed: {', '.join(X_AXES)}")
-        budgets = values["budgets"]
+        budgets = values.get("budgets")
         if budgets is not None:
             budgets = [budgets] if not isinstance(budgets, list) else budgets
             if not budgets or any(isinstance(b, bool) or not isinstance(b, int | float) or b <= 0 for b in budgets):
                 raise ConfigError(f"budgets={budgets!r}; allowed: a list of agent-step counts > 0, e.g. [20000,50000]")
-            budgets = tuple(sorted({int(b) for b in budgets}))
-        for key in ("last_episodes", "smooth"):
-            if isinstance(values[key], bool) or not isinstance(values[key], int) or values[key] < 1:
-                raise ConfigError(f"{key}={values[key]!r}; allowed: an integer ≥ 1")
-        return cls(
-            dir=str(values["dir"]),
-            out=None if values["out"] is None else str(values["out"]),
-            x=values["x"],
-            budgets=budgets,
-            baseline=None if values["baseline"] is None else str(values["baseline"]),
-            last_episodes=values["last_episodes"],
-            smooth=values["smooth"],
-        )
+            values["budgets"] = tuple(sorted({int(b) for b in budgets}))
+        values["dir"] = str(values["dir"])
+        return parse(cls, values)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -289,12 +278,10 @@ def csv_table(rows: Sequence[Row]) -> str:
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="plot", version_base="1.3")
+@one_line_errors("rlzoo.plot")
 def main(cfg: DictConfig) -> None:
     """Hydra entrypoint (``key=value`` arguments only)."""
-    try:
-        plot(PlotSettings.from_config(cfg))
-    except ConfigError as error:
-        sys.exit(f"rlzoo.plot: error: {error}")
+    plot(PlotSettings.from_config(cfg))
 
 
 if __name__ == "__main__":

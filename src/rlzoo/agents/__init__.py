@@ -6,10 +6,10 @@
 - :func:`load_agent`: the test agent of a run dir.
 """
 
-from rlzoo.agents.frozen import TestAgent, load_agent
 from rlzoo.agents.presets import BoundPreset, Preset, preset
 from rlzoo.agents.state import Agent, ParallelAgent, State, StateArray
-from rlzoo.agents.training import OffPolicyAgent, OnPolicyAgent, TrainingAgent
+from rlzoo.agents.test_agent import TestAgent, load_agent
+from rlzoo.agents.training_agent import OffPolicyAgent, OnPolicyAgent, TrainingAgent
 
 __all__ = [
     "Agent",

@@ -18,7 +18,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rlzoo.agents.state import StateArray
-from rlzoo.experiment.environment import Representation
+from rlzoo.srl.representation import Representation
 
 
 def space_of(observation: np.ndarray) -> spaces.Box:
@@ -75,7 +75,7 @@ class HeldObservations(gym.Env):
 
 
 class HeldVecEnv:
-    """The representation's wrappers around ``n`` held envs, as :func:`rlzoo.experiment.environment.make_env` builds
+    """The representation's wrappers around ``n`` held envs, as :func:`rlzoo.experiment.build.vec_env` builds
     them around real ones (Monitor, per-env wrapper, vec wrapper).
 
     :param representation: the run's representation.

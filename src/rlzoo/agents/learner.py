@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from dataclasses import dataclass
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -15,32 +12,19 @@ from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.agents.held import HeldVecEnv
-from rlzoo.experiment import environment as envs
+from rlzoo.algos.factory import check_action_space
+from rlzoo.experiment.build import RunBuilder
 from rlzoo.experiment.plan import RunPlan, plan_run
+from rlzoo.srl.representation import Representation
 
 
-def renders(representation: envs.Representation) -> bool:
-    """Whether the representation reads the env's ``rgb_array`` render: its states carry ``env.render()``."""
-    return representation.make_kwargs.get("render_mode") == "rgb_array"
-
-
-def env_observation_space(plan: RunPlan) -> gym.Space:
-    """The env's own observation space: what states carry before the representation's wrappers."""
-    bare = dataclasses.replace(plan.representation, observation_wrapper=None, vec_wrapper=None)
-    return envs.probe_spaces(plan.spec, bare)[0]
-
-
-def first_input(plan: RunPlan, observation_space: gym.Space) -> np.ndarray:
+def first_input(env: gym.Env, representation: Representation, seed: int) -> np.ndarray:
     """An input of the kind states carry (a render or an observation), for wrappers that read one when built."""
-    if not renders(plan.representation):
-        return np.zeros(observation_space.shape or (), dtype=observation_space.dtype)
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    env = gym.make(plan.spec.id, **{**plan.spec.kwargs, **plan.representation.make_kwargs})
-    try:
-        env.reset(seed=plan.settings.seed)
-        return np.asarray(env.render())
-    finally:
-        env.close()
+    if not representation.renders:
+        space = env.observation_space
+        return np.zeros(space.shape or (), dtype=space.dtype)
+    env.reset(seed=seed)
+    return np.asarray(env.render())
 
 
 @dataclass
@@ -59,20 +43,20 @@ class Learner:
 
     @classmethod
     def build(cls, cfg: DictConfig) -> Learner:
-        """Check ``cfg`` and build its model (seeded, on the configured device and threads)."""
-        plan = plan_run(cfg)
-        plan.hardware.apply()
-        set_random_seed(plan.settings.seed)
-        observation_space = env_observation_space(plan)
-        first = np.stack([first_input(plan, observation_space)] * plan.settings.n_envs)
-        held = HeldVecEnv(plan.representation, first, plan.action_space, observation_space, monitor=True)
-        normalizer = envs.normalize_observations(held.venv) if plan.settings.normalize else None
-        model = plan.factory(
-            env=normalizer or held.venv, policy=plan.policy, seed=plan.settings.seed,
-            device=plan.hardware.device, verbose=plan.settings.verbose,
-        )  # fmt: skip
-        return cls(plan, model, held, normalizer)
+        """Check ``cfg`` and build its model (seeded, on the configured device and threads); ``cfg`` is not changed.
 
-    def normalize(self) -> Any:
-        """The current statistics as a function that does not update them (None when not normalising)."""
-        return None if self.normalizer is None else self.normalizer.normalize_obs
+        One env is made, for its spaces (and a first render for representations that read renders).
+        """
+        plan = plan_run(cfg, run_dir_state=False)
+        build = RunBuilder(plan)
+        plan.hardware.apply()
+        set_random_seed(plan.seed)
+        env = build.bare_env()
+        try:
+            check_action_space(plan.factory.algo_class, env.action_space)
+            first = np.stack([first_input(env, plan.representation, plan.seed)] * plan.settings.n_envs)
+            held = HeldVecEnv(plan.representation, first, env.action_space, env.observation_space, monitor=True)
+        finally:
+            env.close()
+        normalizer = build.normalizer(held.venv)
+        return cls(plan, build.model(normalizer or held.venv, normalizer), held, normalizer)

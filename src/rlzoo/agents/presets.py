@@ -16,10 +16,12 @@ from typing import Any
 import gymnasium as gym
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.agents.frozen import TestAgent
 from rlzoo.agents.learner import Learner
-from rlzoo.agents.training import TrainingAgent, training_agent
+from rlzoo.agents.test_agent import TestAgent
+from rlzoo.agents.training_agent import TrainingAgent, training_agent
 from rlzoo.config import CONFIG_DIR, compose_config
+from rlzoo.experiment.build import snapshot
+from rlzoo.experiment.normalization import FrozenNormalization
 from rlzoo.experiment.rundir import RunDir, save_model
 from rlzoo.experiment.settings import RunSettings
 
@@ -104,7 +106,7 @@ class BoundPreset:
         self.overrides: tuple[str, ...] = (f"algo={preset.algo}", *env_overrides(env), *preset.overrides)
         # Composed at once, so that a bad override fails here; run_dir is a placeholder until save() picks one.
         self.config = self.compose(Path("outputs") / self.name)
-        RunSettings.from_config(self.config)
+        RunSettings.from_values(OmegaConf.to_container(self.config))  # type: ignore[arg-type]
         self._learner: Learner | None = None
         self._agent: TrainingAgent | None = None
 
@@ -145,14 +147,17 @@ class BoundPreset:
         return self._agent
 
     def test_agent(self, deterministic: bool | None = None) -> TestAgent:
-        """A test agent on the preset's model as it is now trained, with its current statistics, learning off.
+        """A test agent on a snapshot of the preset's model and statistics as they are now, learning off: it does not
+        change when the training agent goes on learning (ALL's ``test_agent()``).
 
         :param deterministic: default: the config's ``deterministic_test``.
         """
         learner = self.learner
         if deterministic is None:
             deterministic = learner.plan.settings.deterministic_test
-        return TestAgent(learner.model, learner.plan.representation, learner.normalize(), deterministic, self.config)
+        normalization = FrozenNormalization.snapshot(learner.normalizer) if learner.normalizer is not None else None
+        model = snapshot(learner.model)
+        return TestAgent(model, learner.plan.representation, normalization, deterministic, learner.plan.config)
 
     def save(self, path: str | Path) -> Path:
         """Write the config, the model and its statistics as a run dir at ``path`` (never over an existing run).
@@ -162,7 +167,7 @@ class BoundPreset:
         run = RunDir(Path(path).resolve())
         learner = self.learner
         run.claim()
-        config = OmegaConf.create(OmegaConf.to_container(self.config))
+        config = OmegaConf.create(OmegaConf.to_container(learner.plan.config))
         config.run_dir = str(run.path)
         run.write_config(config)  # type: ignore[arg-type]
         save_model(run.path, learner.model, learner.normalizer)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import RunDir
+from rlzoo.schema import parse
 
 FORMATS = ("stdout", "csv", "tensorboard")
 
@@ -23,12 +24,13 @@ class WandbSettings:
     group: str | None = None
     name: str | None = None
     entity: str | None = None
-    mode: str = "offline"
+    mode: Literal["offline", "online", "disabled"] = "offline"
     tags: list[str] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        if self.mode not in ("offline", "online", "disabled"):
-            raise ConfigError(f"logger.wandb.mode={self.mode!r}; allowed: offline, online, disabled")
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> WandbSettings:
+        """The checked ``logger.wandb`` keys."""
+        return parse(cls, values, prefix="logger.wandb.")
 
 
 class WandbWriter(KVWriter):
@@ -83,7 +85,7 @@ def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) ->
         group=settings.group,
         name=settings.name or run.path.name,
         tags=settings.tags,
-        mode=settings.mode,  # type: ignore[arg-type]
+        mode=settings.mode,
         dir=str(run.path),
         config={**config, **comparison_columns(config)},
         reinit="create_new",

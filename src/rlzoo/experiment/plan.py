@@ -1,47 +1,102 @@
-"""The checks ``train(cfg)`` (and a preset) runs before anything is written: a config becomes a typed run plan."""
+"""A run planned once: a config becomes a typed plan, every input checked, nothing written or built.
+
+:func:`plan_run` never writes into the config it is given: the plan carries its own resolved copy (the env's action
+type decided, a learned encoder pinned to its folder), which is what the run records in ``config.yaml``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-import gymnasium as gym
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space, fit_action_type
-from rlzoo.experiment import environment as envs
-from rlzoo.experiment.settings import Hardware, RunSettings
+from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, fit_action_type
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.env_spec import EnvSpec, check_env
+from rlzoo.experiment.loggers import WandbSettings, check_formats
+from rlzoo.experiment.resume import ResumePoint, find_resume_point, resume_config, training_seed
+from rlzoo.experiment.rundir import RunDir
+from rlzoo.experiment.settings import RunSettings
+from rlzoo.hardware import Hardware
+from rlzoo.srl.representation import Representation, pin_representation
+
+
+@dataclass(frozen=True)
+class LogPlan:
+    """Where SB3's metrics go: its output formats, and W&B's settings when ``logger=wandb``."""
+
+    formats: list[str]
+    wandb: WandbSettings | None
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What ``train(cfg)`` checks before it writes anything, typed: every bad input has failed once this exists.
+    """Everything a run needs to be built, checked: every bad input has failed once this exists.
 
-    :param action_space: the env's action space.
+    :param config: the resolved config to record (action type decided, encoder pinned); the input is untouched.
+    :param resume_point: where an unfinished run in ``run_dir`` continues from (None: a fresh start).
     """
 
+    config: DictConfig
     settings: RunSettings
     hardware: Hardware
     factory: AlgorithmFactory
-    spec: envs.EnvSpec
-    representation: envs.Representation
+    spec: EnvSpec
+    representation: Representation
     policy: str | type
-    action_space: gym.Space
+    logging: LogPlan
+    resume_point: ResumePoint | None
+
+    @property
+    def run(self) -> RunDir:
+        return RunDir(Path(self.settings.run_dir))
+
+    @property
+    def seed(self) -> int:
+        """The seed training starts from (a resumed run plays new episodes: see :func:`training_seed`)."""
+        return training_seed(self.settings.seed, self.resume_point)
 
 
-def plan_run(cfg: DictConfig) -> RunPlan:
-    """Check ``cfg`` as ``train(cfg)`` does; record the action type the env resolved to in ``cfg.env.continuous``."""
-    OmegaConf.resolve(cfg)
-    settings = RunSettings.from_config(cfg)
-    hardware = Hardware.from_config(cfg.hardware)
-    factory = build_algorithm_factory(cfg.algo)
-    spec = envs.EnvSpec.from_config(cfg.env)
-    spec = envs.EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
-    if "continuous" in spec.kwargs:
-        cfg.env.continuous = spec.kwargs["continuous"]
-    representation = envs.Representation.from_config(cfg.srl_model, spec.id)  # pins a learned encoder
+def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: bool = True) -> RunPlan:
+    """Check ``cfg`` as ``train(cfg)`` does and plan the run; ``cfg`` is not changed.
+
+    :param overrides: the command line's overrides, checked against a saved config for ``resume=<run dir>``.
+    :param run_dir_state: read the run dir's state (refuse a finished run, find a resume point); off for presets,
+        whose run dir is chosen when they are saved.
+    """
+    if cfg.get("resume"):
+        cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
+    values = _resolved(cfg)
+    settings = RunSettings.from_values(values)
+    hardware = Hardware.from_config(values["hardware"])
+    factory = build_algorithm_factory(OmegaConf.create(values["algo"]))
+    spec = EnvSpec.from_values(values["env"])
+    spec = EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
+    values["env"] = {"id": spec.id, **spec.kwargs}
+    values["srl_model"] = pin_representation(values["srl_model"], spec.id)
+    representation = Representation.from_values(values["srl_model"])
+    check_env(spec, representation.name, representation.make_kwargs)
     policy = factory.policy_for(representation.policy_family)
-    _, action_space = envs.probe_spaces(spec, representation)  # builds the representation's per-env wrapper too
-    check_action_space(factory.algo_class, action_space)
-    if settings.vec_env == "batched":  # its own checks (env family, representation, image size), before any write
-        envs.make_batched_env(spec, representation, n_envs=1, seed=settings.seed).close()
-    return RunPlan(settings, hardware, factory, spec, representation, policy, action_space)
+    logging = _log_plan(values["logger"], settings.verbose)
+    config = OmegaConf.create(values)
+    resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
+    return RunPlan(config, settings, hardware, factory, spec, representation, policy, logging, resume_point)
+
+
+def _resolved(cfg: DictConfig) -> dict[str, Any]:
+    """A resolved plain copy of ``cfg``."""
+    try:
+        values = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as error:  # an interpolation that does not resolve
+        raise ConfigError(f"the config does not resolve: {error}") from None
+    assert isinstance(values, dict)
+    return {str(k): v for k, v in values.items()}
+
+
+def _log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:
+    formats = check_formats(logger_values.get("formats", []), verbose)
+    wandb = logger_values.get("wandb")
+    return LogPlan(formats, WandbSettings.from_values(wandb) if wandb else None)

@@ -7,26 +7,27 @@ and the statistics, which are frozen at replay.
 
 from __future__ import annotations
 
-import copy
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import hydra.utils
 import numpy as np
 import torch
 from gymnasium import spaces
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.running_mean_std import RunningMeanStd
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 import rlzoo  # noqa: F401  (registers the rlzoo/ env ids a run may use)
 from rlzoo.errors import ConfigError
-from rlzoo.experiment import environment as envs
-from rlzoo.experiment.rundir import MODEL, OBS_NORM, RunDir, load_obs_norm
+from rlzoo.experiment.build import RunBuilder, load_model
+from rlzoo.experiment.env_spec import EnvSpec
+from rlzoo.experiment.episodes import EpisodeResult, play_episodes
+from rlzoo.experiment.normalization import FrozenNormalization
+from rlzoo.experiment.plan import RunPlan, plan_run
+from rlzoo.experiment.rundir import MODEL, OBS_NORM, RunDir
+from rlzoo.srl.representation import Representation
 
 FINAL = "final"
 LATEST = "latest"
@@ -86,42 +87,34 @@ def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[Path
     return run.checkpoint(checkpoint), checkpoint
 
 
-def algorithm_class(config: DictConfig) -> type[BaseAlgorithm]:
-    """The algorithm class the run's config names (``algo._target_``); its module must be importable."""
-    target = str(config.algo.get("_target_", ""))
-    try:
-        algo_class = hydra.utils.get_class(target)
-    except Exception as error:  # Hydra wraps import errors of any kind
-        raise ConfigError(f"algo._target_={target!r} of the run cannot be imported ({error})") from None
-    if not (isinstance(algo_class, type) and issubclass(algo_class, BaseAlgorithm)):
-        raise ConfigError(f"algo._target_={target!r} is not a Stable-Baselines3 algorithm class")
-    return algo_class
-
-
 @dataclass
 class LoadedRun:
     """A trained agent with everything needed to act as it did in training and test.
 
     :param path: the run dir.
-    :param config: the run's resolved ``config.yaml``.
-    :param spec: the env as trained (the action type is fixed in ``config.env.continuous``).
-    :param representation: the srl_model's wrappers.
+    :param plan: the run's saved config, planned again (the env as trained, its representation, the algorithm).
     :param model: the algorithm, loaded on the CPU.
-    :param obs_rms: the frozen observation statistics (None when the run did not normalise).
-    :param clip_obs: clipping of normalised observations.
-    :param epsilon: added to the variance before the square root.
+    :param normalization: the frozen observation statistics (None when the run did not normalise).
     :param checkpoint: the checkpoint's steps, None for the final model.
     """
 
     path: Path
-    config: DictConfig
-    spec: envs.EnvSpec
-    representation: envs.Representation
+    plan: RunPlan
     model: BaseAlgorithm
-    obs_rms: RunningMeanStd | None
-    clip_obs: float = 10.0
-    epsilon: float = 1e-8
+    normalization: FrozenNormalization | None = None
     checkpoint: int | None = None
+
+    @property
+    def config(self) -> DictConfig:
+        return self.plan.config
+
+    @property
+    def spec(self) -> EnvSpec:
+        return self.plan.spec
+
+    @property
+    def representation(self) -> Representation:
+        return self.plan.representation
 
     @property
     def label(self) -> str:
@@ -129,36 +122,23 @@ class LoadedRun:
         return FINAL if self.checkpoint is None else f"checkpoint_{self.checkpoint}"
 
     def normalize_observation(self, obs: np.ndarray) -> np.ndarray:
-        """Normalise ``obs`` as the frozen ``VecNormalize`` does; identity when the run did not normalise."""
-        if self.obs_rms is None:
-            return obs
-        scaled = (obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + self.epsilon)
-        return np.clip(scaled, -self.clip_obs, self.clip_obs).astype(np.float32)
+        """Normalise ``obs`` with the frozen statistics; identity when the run did not normalise."""
+        return obs if self.normalization is None else self.normalization(obs)
 
-    def make_env(self, n_envs: int = 1, seed: int = 0, render_mode: str | None = None) -> VecEnv:
-        """The run's env with its representation and frozen normalisation (as in the test episodes).
+    def make_env(self, seed: int = 0, render_mode: str | None = None) -> VecEnv:
+        """One env of the run with its representation and frozen normalisation (as in the test episodes).
 
-        :param n_envs: number of envs (seeds ``seed + rank``).
-        :param seed: seed of the first env.
+        :param seed: the env's seed.
         :param render_mode: e.g. ``"rgb_array"`` to record frames with ``venv.render()``.
         """
-        kwargs = dict(self.spec.kwargs)
-        if render_mode is not None:
-            wanted = self.representation.make_kwargs.get("render_mode", render_mode)
-            if wanted != render_mode:
-                raise ConfigError(
-                    f"render_mode={render_mode!r} conflicts with srl_model={self.representation.name}, "
-                    f"which needs render_mode={wanted!r}"
-                )
-            kwargs["render_mode"] = render_mode
-        venv = envs.make_env(envs.EnvSpec(self.spec.id, kwargs), self.representation, n_envs=n_envs, seed=seed)
-        if self.obs_rms is None:
-            return venv
-        frozen = VecNormalize(
-            venv, training=False, norm_obs=True, norm_reward=False, clip_obs=self.clip_obs, epsilon=self.epsilon
-        )
-        frozen.obs_rms = copy.deepcopy(self.obs_rms)  # type: ignore[arg-type]
-        return frozen
+        return RunBuilder(self.plan).test_env(self.normalization, seed, render_mode)
+
+
+def plan_saved_run(config: DictConfig) -> RunPlan:
+    """The plan of a run's saved config, on the CPU and without reading its run dir's state."""
+    on_cpu = OmegaConf.merge(config, {"hardware": {"device": "cpu"}})
+    assert isinstance(on_cpu, DictConfig)
+    return plan_run(on_cpu, run_dir_state=False)
 
 
 def load_run(run_dir: str | Path, checkpoint: int | str | None = None) -> LoadedRun:
@@ -168,24 +148,14 @@ def load_run(run_dir: str | Path, checkpoint: int | str | None = None) -> Loaded
     """
     run = open_run(run_dir)
     folder, steps = model_folder(run, checkpoint)
-    config = run.read_config()
-    spec = envs.EnvSpec.from_config(config.env)
-    representation = envs.Representation.from_config(config.srl_model, spec.id)  # the encoder it trained with
-    algo_class = algorithm_class(config)
-    model_path = folder / MODEL
-    try:
-        model = algo_class.load(model_path, device="cpu")
-    except Exception as error:  # a truncated zip, a foreign file, an incompatible pickle ...
-        raise ConfigError(f"{model_path} cannot be loaded as {algo_class.__name__}: {error}") from None
-    loaded = LoadedRun(run.path, config, spec, representation, model, obs_rms=None, checkpoint=steps)
+    plan = plan_saved_run(run.read_config())
+    model = load_model(plan.factory.algo_class, folder / MODEL)
+    normalization = None
     if (folder / OBS_NORM).is_file():
-        try:
-            loaded.obs_rms, loaded.clip_obs, loaded.epsilon = load_obs_norm(folder / OBS_NORM)
-        except Exception as error:  # a truncated or foreign file
-            raise ConfigError(f"{folder / OBS_NORM} cannot be read: {error}") from None
-    elif bool(config.get("normalize", False)):
+        normalization = FrozenNormalization.load(folder / OBS_NORM)
+    elif plan.settings.normalize:
         raise ConfigError(f"{folder} has {MODEL} but no {OBS_NORM}, although the run normalised observations")
-    return loaded
+    return LoadedRun(run.path, plan, model, normalization, steps)
 
 
 def describe(loaded: LoadedRun) -> dict[str, Any]:
@@ -240,6 +210,48 @@ def action_probabilities(model: BaseAlgorithm, obs: np.ndarray) -> np.ndarray | 
     return probs.cpu().numpy()[0]
 
 
+class _EpisodeRecorder:
+    """Records what :func:`run_episodes` is asked for, step by step (a :class:`rlzoo.experiment.episodes.Recorder`)."""
+
+    def __init__(self, model: BaseAlgorithm, frames: bool, positions: bool, probabilities: bool, env_id: str) -> None:
+        self.model, self.frames, self.positions, self.probabilities, self.env_id = (
+            model, frames, positions, probabilities, env_id
+        )  # fmt: skip
+        self.episodes: list[Episode] = []
+        self._infos: list[dict[str, Any]] = []
+        self._actions: list[np.ndarray] = []
+        self._probs: list[np.ndarray | None] = []
+        self._images: list[np.ndarray] = []
+
+    def start(self, reset_info: dict[str, Any]) -> None:
+        if self.positions and "robot_position" not in reset_info:
+            raise ConfigError(
+                f"the trajectory plot needs ground-truth positions in info['robot_position'] (and "
+                f"info['target_position']); {self.env_id} does not put them there (the rlzoo/MobileRobot envs do)"
+            )
+        self._infos, self._actions, self._probs, self._images = [reset_info], [], [], []
+
+    def before_action(self, venv: VecEnv, observation: Any) -> None:
+        if self.frames:
+            self._images.append(np.asarray(venv.render()))
+        if self.probabilities:
+            self._probs.append(action_probabilities(self.model, observation))
+
+    def after_step(self, action: np.ndarray, reward: float, info: dict[str, Any]) -> None:
+        self._actions.append(action)
+        self._infos.append(info)
+
+    def finish(self, result: EpisodeResult) -> None:
+        episode = Episode(result.ret, len(self._actions), np.stack(self._actions), frames=self._images)
+        if self.probabilities and self._probs and self._probs[0] is not None:
+            episode.probabilities = np.stack([p for p in self._probs if p is not None])
+        if self.positions:
+            episode.robot = np.stack([info["robot_position"] for info in self._infos])
+            if "target_position" in self._infos[0]:
+                episode.targets = np.stack([info["target_position"] for info in self._infos])
+        self.episodes.append(episode)
+
+
 def run_episodes(
     loaded: LoadedRun,
     episodes: int,
@@ -257,46 +269,10 @@ def run_episodes(
     :param probabilities: record the discrete action probabilities (see :func:`action_probabilities`).
     :raise ConfigError: ``positions`` for an env whose info has no ``robot_position``.
     """
-    if frames:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame-rendered envs: no display needed
-    venv = loaded.make_env(1, seed, render_mode="rgb_array" if frames else None)
+    recorder = _EpisodeRecorder(loaded.model, frames, positions, probabilities, loaded.spec.id)
+    venv = loaded.make_env(seed, render_mode="rgb_array" if frames else None)
     try:
-        obs: Any = venv.reset()
-        reset_infos = venv.unwrapped.reset_infos  # updated in place at every (auto-)reset
-        if positions and "robot_position" not in reset_infos[0]:
-            raise ConfigError(
-                f"the trajectory plot needs ground-truth positions in info['robot_position'] (and "
-                f"info['target_position']); {loaded.spec.id} does not put them there (the rlzoo/MobileRobot envs do)"
-            )
-        state, starts = None, np.ones((1,), dtype=bool)
-        result = []
-        for _ in range(episodes):
-            steps: list[dict[str, Any]] = [dict(reset_infos[0])]
-            actions, probs, images, total = [], [], [], 0.0
-            while len(steps) == 1 or not starts[0]:
-                if frames:
-                    images.append(np.asarray(venv.render()))
-                if probabilities:
-                    probs.append(action_probabilities(loaded.model, obs))
-                action, state = loaded.model.predict(
-                    obs, state=state, episode_start=starts, deterministic=deterministic
-                )
-                obs, rewards, starts, infos = venv.step(action)
-                actions.append(np.asarray(action[0]))
-                total += float(rewards[0])
-                steps.append(infos[0])
-            last = steps[-1]
-            episode = Episode(
-                float(last["episode"]["r"] if "episode" in last else total), len(actions), np.stack(actions)
-            )
-            episode.frames = images
-            if probabilities and probs[0] is not None:
-                episode.probabilities = np.stack([p for p in probs if p is not None])
-            if positions:
-                episode.robot = np.stack([info["robot_position"] for info in steps])
-                if "target_position" in steps[0]:
-                    episode.targets = np.stack([info["target_position"] for info in steps])
-            result.append(episode)
-        return result
+        play_episodes(loaded.model, venv, episodes, deterministic=deterministic, recorder=recorder)
+        return recorder.episodes
     finally:
         venv.close()

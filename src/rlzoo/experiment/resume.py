@@ -105,6 +105,21 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     return ResumePoint(newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []))
 
 
+def training_seed(seed: int, point: ResumePoint | None) -> int:
+    """The seed training starts from: a resumed run offsets it by the steps done, so that it plays new episodes."""
+    return seed + max(point.timesteps, 0) if point is not None else seed
+
+
+def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> None:
+    """Make ``run`` ready to train from ``point`` (None: afresh): logs cut back to it, the resume recorded, the
+    config written. Called once the run is planned and its envs are built, so a rejected run writes nothing."""
+    run.path.mkdir(parents=True, exist_ok=True)
+    truncate_logs(run, point)
+    if point is not None:
+        run.record_resume(point.timesteps)
+    run.write_config(config)
+
+
 def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
     """Cut every log back to its length at ``point`` (a fresh start in a used dir: remove the old logs)."""
     if point is None:

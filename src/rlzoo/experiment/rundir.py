@@ -21,8 +21,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
+from rlzoo.files import atomic_path, atomic_write_text
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -53,34 +53,13 @@ ERROR = "error.txt"
 ENJOY = "enjoy"
 
 
-@contextmanager
-def _atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``final``; move it into place only if the block succeeds."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=final.suffix, dir=final.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.chmod(0o644)  # mkstemp makes files owner-only; results are for everyone who may read the run dir
-    try:
-        yield tmp
-        os.replace(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is either absent/old or complete, never half-written."""
-    with _atomic_path(path) as tmp:
-        tmp.write_text(text)
-
-
 def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
     """Save observation statistics as plain arrays (no pickle), atomically."""
     rms = normalizer.obs_rms
     from stable_baselines3.common.running_mean_std import RunningMeanStd
 
     assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
-    with _atomic_path(path) as tmp, tmp.open("wb") as stream:
+    with atomic_path(path) as tmp, tmp.open("wb") as stream:
         np.savez(
             stream,
             mean=rms.mean,
@@ -113,7 +92,7 @@ def load_obs_norm(path: Path) -> ObsNorm:
 
 def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
     """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
-    with _atomic_path(folder / MODEL) as tmp:
+    with atomic_path(folder / MODEL) as tmp:
         model.save(tmp)
     if normalizer is not None:
         save_obs_norm(folder / OBS_NORM, normalizer)
@@ -245,10 +224,16 @@ class RunDir:
             shutil.rmtree(staging, ignore_errors=True)
         return final
 
-    def write_test_results(self, returns: Sequence[float], lengths: Sequence[int], metrics: dict[str, float]) -> None:
-        """Write per-episode test results, then the metrics summary that marks the run finished."""
+    def write_test_returns(self, returns: Sequence[float], lengths: Sequence[int]) -> None:
+        """Write one row per test episode: ``episode,return,length``."""
         rows = ["episode,return,length"] + [
             f"{i},{ret:.6g},{length}" for i, (ret, length) in enumerate(zip(returns, lengths, strict=True))
         ]
         atomic_write_text(self.path / TEST_RETURNS, "\n".join(rows) + "\n")
+
+    def write_metrics(self, metrics: dict[str, float]) -> None:
+        """Write the metrics summary, last: it marks the run finished."""
         atomic_write_text(self.metrics, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+
+    def read_metrics(self) -> dict[str, float]:
+        return dict(json.loads(self.metrics.read_text()))

@@ -29,7 +29,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.experiment.rundir import RunDir, atomic_write_text
+from rlzoo.experiment.rundir import RunDir
+from rlzoo.files import atomic_write_text
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"

@@ -61,45 +61,6 @@ class TowardTarget:
         return 2 + int(dy > 0)  # 2: -y, 3: +y
 
 
-@dataclass
-class AgentPolicy:
-    """The actions of a trained agent (a ``python -m rlzoo.train`` run dir on ``srl_model=ground_truth``), which acts
-    on the env's own observation with its frozen normalisation. Loaded once per episode in each worker.
-
-    :param run: the run dir.
-    :param checkpoint: ``final``, ``latest`` or the steps of one of its checkpoints.
-    :param deterministic: the agent's deterministic action instead of a sample.
-    """
-
-    run: str
-    checkpoint: str | int = "final"
-    deterministic: bool = False
-    _loaded: Any = field(default=None, init=False, repr=False, compare=False)
-
-    def load(self) -> Any:
-        """The loaded run (checked: it acts on ground truth)."""
-        if self._loaded is None:
-            from rlzoo.experiment.replay import load_run
-
-            loaded = load_run(self.run, self.checkpoint)
-            if loaded.representation.name != "ground_truth":
-                raise ConfigError(
-                    f"collect_policy.run={self.run} was trained on srl_model={loaded.representation.name}; "
-                    "collecting with an agent needs one trained on srl_model=ground_truth"
-                )
-            self._loaded = loaded
-        return self._loaded
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_loaded": None}  # workers load the run themselves
-
-    def __call__(self, info: dict[str, Any], action_space: gym.Space, rng: np.random.Generator) -> Any:
-        loaded = self.load()
-        obs = loaded.normalize_observation(np.asarray(info[STATE], dtype=np.float32)[None])
-        action, _ = loaded.model.predict(obs, deterministic=self.deterministic)
-        return action[0]
-
-
 class KeepObservation(gym.Wrapper):
     """Put the env's own observation into ``info`` (raw pixels replace it), for envs that report no positions."""
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.rundir import atomic_write_text
+from rlzoo.files import atomic_write_text
 
 ARRAYS = "dataset.npz"
 METADATA = "dataset.json"

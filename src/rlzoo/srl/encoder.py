@@ -24,12 +24,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 from stable_baselines3.common.utils import get_device
 from torch import nn
 
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.rundir import atomic_write_text
+from rlzoo.files import atomic_write_text
 from rlzoo.srl.dataset import LATEST, SEARCH_DIRS, newest
 from rlzoo.srl.networks import ImageEncoder, PCAEncoder, images_to_tensor
 
@@ -172,13 +171,16 @@ def check_encoder(
         )
 
 
-def pin_encoder(srl_cfg: DictConfig, env_id: str | None) -> None:
-    """Resolve ``srl_cfg.checkpoint`` (``latest``, a file, a folder) to one checked encoder folder, and write it
-    back into ``srl_cfg`` (``checkpoint`` and ``vec_wrapper.checkpoint``) so that the run's config records the
-    encoder it trained with and replays use the same one.
+def pin_encoder(srl_values: dict[str, Any], env_id: str | None) -> dict[str, Any]:
+    """A copy of the ``srl_model`` values with ``checkpoint`` (``latest``, a file, a folder) resolved to one checked
+    encoder folder (``checkpoint`` and ``vec_wrapper.checkpoint``), so that the run's config records the encoder it
+    trained with and replays use the same one. The values given are not changed.
     """
-    method = str(srl_cfg.name)
-    folder = find_encoder(srl_cfg.checkpoint, method, env_id)
-    check_encoder(folder, read_metadata(folder), method, env_id, (int(srl_cfg.height), int(srl_cfg.width)))
-    srl_cfg.checkpoint = str(folder)
-    srl_cfg.vec_wrapper.checkpoint = str(folder)
+    method = str(srl_values["name"])
+    folder = find_encoder(srl_values["checkpoint"], method, env_id)
+    size = (int(srl_values["height"]), int(srl_values["width"]))
+    check_encoder(folder, read_metadata(folder), method, env_id, size)
+    pinned = {**srl_values, "checkpoint": str(folder)}
+    if isinstance(srl_values.get("vec_wrapper"), dict):
+        pinned["vec_wrapper"] = {**srl_values["vec_wrapper"], "checkpoint": str(folder)}
+    return pinned

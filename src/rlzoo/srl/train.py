@@ -2,35 +2,33 @@
 ``python -m rlzoo.collect``, measure it (KNN-MSE, GTC, a plot of its states) and write an encoder directory
 (format: :mod:`rlzoo.srl.encoder`) that ``python -m rlzoo.train srl_model=<method>`` puts in front of the policy.
 
-Its configs live in ``conf/srl_train/`` (``train.yaml``; ``srl_model/<method>.yaml``: how each encoder is trained),
-apart from the ``conf/srl_model/`` options of ``rlzoo.train`` (how RL uses an encoder): each entrypoint composes only
-keys it uses.
+Its run keys are ``conf/srl_train.yaml``; a method is ONE file, ``conf/srl_model/<method>.yaml``, read by both
+entrypoints: the recipe keys (:data:`KIND_KEYS`) here, the representation keys (``learned.yaml``) by ``rlzoo.train``.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import hydra
 import numpy as np
 import torch
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from sklearn.decomposition import PCA
 from stable_baselines3.common.utils import get_device
 from torch import nn
 
+from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR, compose_config, instantiate
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.rundir import atomic_write_text
-from rlzoo.experiment.settings import Hardware, _flag, _integer
+from rlzoo.files import atomic_write_text
+from rlzoo.hardware import Hardware
+from rlzoo.schema import at_least, check_value, parse
 from rlzoo.srl import encoder as encoders
 from rlzoo.srl import metrics
 from rlzoo.srl.dataset import Dataset, find_dataset, load_dataset
@@ -38,10 +36,33 @@ from rlzoo.srl.losses import LossContext, SRLLoss
 from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, images_to_tensor
 from rlzoo.srl.trainer import Losses, PairData, TrainingSettings, fit
 
-SRL_CONFIG_DIR = CONFIG_DIR / "srl_train"
-RUN_KEYS = {"srl_model", "dataset", "seed", "val_fraction", "max_samples", "knn_k"}
-RUN_KEYS |= {"device", "torch_threads", "progress_bar", "run_dir"}
+SRL_CONFIG_DIR = CONFIG_DIR
+SRL_CONFIG_NAME = "srl_train"
+
+
+@dataclass(frozen=True)
+class EncoderRunSettings:
+    """The run keys of ``conf/srl_train/train.yaml`` (see there)."""
+
+    run_dir: str
+    dataset: str = "latest"
+    max_samples: int | None = field(default=None, metadata=at_least(2))
+    seed: int = field(default=0, metadata=at_least(0))
+    val_fraction: float = 0.2
+    knn_k: int = field(default=5, metadata=at_least(1))
+    device: str = "auto"
+    torch_threads: int | None = field(default=None, metadata=at_least(1))
+    progress_bar: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ConfigError(f"val_fraction={self.val_fraction!r} must be a number in (0, 1)")
+
+
 # The keys each kind of encoder uses (anything else would silently do nothing, so it is refused).
+# The keys of an srl_model option that say how RL uses the encoder (learned.yaml): read by rlzoo.train, not here.
+REPRESENTATION_KEYS = {"policy", "normalize", "checkpoint", "height", "width", "make_kwargs"}
+REPRESENTATION_KEYS |= {"observation_wrapper", "vec_wrapper"}
 KIND_KEYS = {
     "cnn": {"name", "kind", "state_dim", "network", "losses", "training"},
     "random": {"name", "kind", "state_dim", "network"},
@@ -51,7 +72,7 @@ KIND_KEYS = {
 
 @dataclass(frozen=True)
 class Recipe:
-    """How one encoder is trained: ``srl_model`` of ``conf/srl_train``."""
+    """How one encoder is trained: the recipe keys of ``conf/srl_model/<method>.yaml``."""
 
     name: str
     kind: str
@@ -65,7 +86,7 @@ class Recipe:
         kind = node.get("kind")
         if kind not in KIND_KEYS:
             raise ConfigError(f"srl_model.kind={kind!r}; allowed: {', '.join(KIND_KEYS)}")
-        extra = sorted(str(k) for k in node if k not in KIND_KEYS[kind])
+        extra = sorted(str(k) for k in node if k not in KIND_KEYS[kind] and k not in REPRESENTATION_KEYS)
         if extra:
             raise ConfigError(
                 f"srl_model: key(s) {', '.join(extra)} do nothing for kind {kind}; its keys: "
@@ -76,38 +97,30 @@ class Recipe:
             raise ConfigError("srl_model.losses is empty: a cnn encoder is trained by at least one loss")
         training = None
         if kind == "cnn":
-            try:
-                training = TrainingSettings(**node.training)
-            except TypeError as error:
-                raise ConfigError(f"srl_model.training: {error}; allowed: epochs, batch_size, learning_rate") from None
+            training = TrainingSettings.from_values(OmegaConf.to_container(node.training))  # type: ignore[arg-type]
         network = dict(node.get("network") or {})
         if set(network) - {"channels"}:
             raise ConfigError(f"srl_model.network has {sorted(network)}; allowed: channels")
-        return cls(str(node.name), kind, _integer("srl_model.state_dim", node.state_dim, 1), network, losses, training)
+        state_dim = check_value("srl_model.state_dim", node.state_dim, int, minimum=1)
+        return cls(str(node.name), kind, state_dim, network, losses, training)
 
 
 def train_encoder(cfg: DictConfig) -> dict[str, float]:
     """Train, measure and save the encoder ``cfg`` describes into ``cfg.run_dir``; return its metrics."""
     started = time.perf_counter()
-    OmegaConf.resolve(cfg)
-    unknown = sorted(str(k) for k in cfg if k not in RUN_KEYS)
-    if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(RUN_KEYS))}")
+    values = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(values, dict)
+    settings = parse(EncoderRunSettings, values, ignore=("srl_model",))  # type: ignore[arg-type]
+    cfg = OmegaConf.create(values)  # a copy: the caller's config is not changed
     recipe = Recipe.from_config(cfg.srl_model)
-    seed = _integer("seed", cfg.seed, 0)
-    knn_k = _integer("knn_k", cfg.knn_k, 1)
-    progress_bar = _flag("progress_bar", cfg.progress_bar)
-    if not isinstance(cfg.val_fraction, float) or not 0.0 < cfg.val_fraction < 1.0:
-        raise ConfigError(f"val_fraction={cfg.val_fraction!r} must be a number in (0, 1)")
-    threads = cfg.torch_threads
-    hardware = Hardware(str(cfg.device), None if threads is None else _integer("torch_threads", threads, 1))
-    hardware.check()
-    dataset = load_dataset(find_dataset(cfg.dataset))
+    seed, knn_k, progress_bar = settings.seed, settings.knn_k, settings.progress_bar
+    hardware = Hardware.from_config(values)
+    dataset = load_dataset(find_dataset(settings.dataset))
     cfg.dataset = str(dataset.path)  # the encoder's config records the dataset it was trained on
     height, width = dataset.images.shape[1:3]
     if recipe.kind != "pca":
         check_image_size(height, width)
-    max_samples = None if cfg.max_samples is None else _integer("max_samples", cfg.max_samples, 2)
+    max_samples = settings.max_samples
     pairs = dataset.pair_indices()
     if max_samples is not None:
         pairs = pairs[pairs + 1 < max_samples]
@@ -227,18 +240,14 @@ def _measure(states: np.ndarray, ground_truth: np.ndarray, names: list[str], knn
 
 def compose_srl_config(overrides: Sequence[str] = (), *, run_dir: str | Path) -> DictConfig:
     """Compose the same config as ``python -m rlzoo.srl.train <overrides>``, resolved, writing to ``run_dir``."""
-    return compose_config(overrides, run_dir=run_dir, config_name="train", config_dir=SRL_CONFIG_DIR)
+    return compose_config(overrides, run_dir=run_dir, config_name=SRL_CONFIG_NAME, config_dir=SRL_CONFIG_DIR)
 
 
-@hydra.main(config_path=str(SRL_CONFIG_DIR), config_name="train", version_base="1.3")
+@hydra.main(config_path=str(SRL_CONFIG_DIR), config_name=SRL_CONFIG_NAME, version_base="1.3")
+@one_line_errors("rlzoo.srl.train")
 def main(cfg: DictConfig) -> float:
     """Hydra entrypoint: returns GTC_mean, so that a sweeper can maximise it."""
-    try:
-        result = train_encoder(cfg)
-    except ConfigError as error:
-        if HydraConfig.get().mode == RunMode.MULTIRUN:
-            raise
-        sys.exit(f"rlzoo.srl.train: error: {error}")
+    result = train_encoder(cfg)
     print(
         f"rlzoo.srl.train: {cfg.run_dir}: {cfg.srl_model.name}, GTC_mean {result['srl/gtc_mean']:.3f}, "
         f"KNN-MSE {result['srl/knn_mse']:.4g}"

@@ -4,7 +4,7 @@ by validation loss, per-epoch loss curves."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from rlzoo.errors import ConfigError
+from rlzoo.schema import at_least, parse
 from rlzoo.srl.losses import Batch, Encoded, SRLLoss
 from rlzoo.srl.networks import ImageEncoder, images_to_tensor
 
@@ -22,19 +23,17 @@ from rlzoo.srl.networks import ImageEncoder, images_to_tensor
 class TrainingSettings:
     """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs)."""
 
-    epochs: int
-    batch_size: int
-    learning_rate: float
+    epochs: int = field(metadata=at_least(1))
+    batch_size: int = field(metadata=at_least(1))
+    learning_rate: float = 0.005
 
-    def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"srl_model.training.{name}={value!r} must be an integer ≥ 1")
-        if isinstance(self.learning_rate, bool) or not isinstance(self.learning_rate, int | float):
-            raise ConfigError(f"srl_model.training.learning_rate={self.learning_rate!r} must be a number > 0")
-        if self.learning_rate <= 0:
-            raise ConfigError(f"srl_model.training.learning_rate={self.learning_rate!r} must be > 0")
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> TrainingSettings:
+        """The checked ``srl_model.training`` keys."""
+        settings = parse(cls, values, prefix="srl_model.training.")
+        if settings.learning_rate <= 0:
+            raise ConfigError(f"srl_model.training.learning_rate={settings.learning_rate!r} must be > 0")
+        return settings
 
 
 @dataclass(frozen=True)

@@ -6,24 +6,19 @@ training's time, against about 7 % here). :class:`BatchedMobileRobot` keeps the 
 applies the rules that :mod:`rlzoo.envs.mobile_robot` defines for floats and arrays alike (walls, rewards, target
 changes, ground truth), so its steps are those of the single envs, bit for bit. Resets, rendering and ``env_method``
 go through one instance of the env class per robot, which keeps their sampling, reset options, seeding and renderer.
-:class:`PerEnvMonitor` does SB3's ``Monitor`` job for it: ``info["episode"]`` and one ``<rank>.monitor.csv`` per env.
-
-Unlike :mod:`rlzoo.envs`, this module imports Stable-Baselines3.
+It has no per-env ``Monitor``: :class:`rlzoo.experiment.monitor.PerEnvMonitor` does that job for every vec env of a run.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
-from stable_baselines3.common.monitor import ResultsWriter
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from rlzoo.envs import ENV_IDS
@@ -207,68 +202,3 @@ class BatchedMobileRobot(VecEnv):
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
-
-
-class PerEnvMonitor(VecEnvWrapper):
-    """SB3's ``Monitor`` for each env of a vec env that has none (:class:`BatchedMobileRobot`): ``info["episode"]``
-    (``r``, ``l``, ``t``) when an episode ends, one ``<rank>.monitor.csv`` per env in ``monitor_dir`` as
-    ``make_vec_env`` writes them, and ``get_attr("episode_returns" | "episode_lengths" | "episode_times")``.
-
-    :param venv: the vec env
-    :param monitor_dir: where the CSV files go (None: no files)
-    :param env_id: written in the files' header
-    :param override_existing: start the files afresh (False: append to them, a resumed run)
-    """
-
-    EPISODE_ATTRIBUTES = ("episode_returns", "episode_lengths", "episode_times")
-
-    def __init__(
-        self, venv: VecEnv, monitor_dir: Path | None = None, env_id: str = "", override_existing: bool = True
-    ) -> None:
-        super().__init__(venv)
-        self.t_start = time.time()
-        header: dict[str, float | str] = {"t_start": self.t_start, "env_id": env_id}
-        self._writers: list[ResultsWriter] = []
-        if monitor_dir is not None:  # <rank>.monitor.csv, as make_vec_env names them
-            self._writers = [
-                ResultsWriter(str(monitor_dir / str(rank)), header=header, override_existing=override_existing)
-                for rank in range(self.num_envs)
-            ]
-        self._return = np.zeros(self.num_envs)
-        self._length = np.zeros(self.num_envs, dtype=np.int64)
-        self.episode_returns: list[list[float]] = [[] for _ in range(self.num_envs)]
-        self.episode_lengths: list[list[int]] = [[] for _ in range(self.num_envs)]
-        self.episode_times: list[list[float]] = [[] for _ in range(self.num_envs)]
-
-    def reset(self) -> VecEnvObs:
-        self._return[:] = 0.0
-        self._length[:] = 0
-        return self.venv.reset()
-
-    def step_wait(self) -> VecEnvStepReturn:
-        obs, rewards, dones, infos = self.venv.step_wait()
-        self._return += rewards
-        self._length += 1
-        for i in np.flatnonzero(dones).tolist() if dones.any() else ():
-            episode_return, length = float(self._return[i]), int(self._length[i])
-            elapsed = time.time() - self.t_start
-            episode = {"r": round(episode_return, 6), "l": length, "t": round(elapsed, 6)}
-            infos[i]["episode"] = episode
-            self.episode_returns[i].append(episode_return)
-            self.episode_lengths[i].append(length)
-            self.episode_times[i].append(elapsed)
-            if self._writers:
-                self._writers[i].write_row(episode)
-            self._return[i], self._length[i] = 0.0, 0
-        return obs, rewards, dones, infos
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        if attr_name in self.EPISODE_ATTRIBUTES:
-            per_env = getattr(self, attr_name)
-            return [per_env[i] for i in self._get_indices(indices)]
-        return self.venv.get_attr(attr_name, indices)
-
-    def close(self) -> None:
-        for writer in self._writers:
-            writer.close()
-        self.venv.close()

@@ -6,7 +6,6 @@ autonomous-learning-library's signature and meanings of ``render``, ``quiet`` an
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,10 +14,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rlzoo.agents.learner import plan_run
 from rlzoo.agents.presets import BoundPreset, Preset
 from rlzoo.errors import ConfigError
-from rlzoo.train import train
+from rlzoo.experiment.plan import plan_run
+from rlzoo.experiment.run import train_run
 
 
 @dataclass(frozen=True)
@@ -96,12 +95,12 @@ def run_experiment(
             cfg = bound.compose(folder / f"{len(jobs)}_{bound.name}", *overrides)
             if render:
                 _check_render(cfg, env)
-            plan_run(copy.deepcopy(cfg))  # every bad input fails before any run trains
+            plan_run(cfg)  # every bad input fails before any run trains
             jobs.append((bound, cfg))
     runs = []
     for bound, cfg in jobs:
         started = time.perf_counter()
-        metrics = train(cfg)
+        metrics = train_run(cfg)
         runs.append(ExperimentRun(bound.algo, bound.env_name, Path(cfg.run_dir), metrics))
         if not quiet:
             mean = metrics.get("test/mean_return", float("nan"))

@@ -6,7 +6,6 @@ handler, another simulator or a multi-agent system hands it observations as the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, overload
 
@@ -16,9 +15,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.agents.held import HeldVecEnv
 from rlzoo.agents.state import State, StateArray
-from rlzoo.experiment.environment import Representation
-
-Normalize = Callable[[np.ndarray], np.ndarray]
+from rlzoo.experiment.normalization import FrozenNormalization
+from rlzoo.srl.representation import Representation
 
 
 class TestAgent:
@@ -50,7 +48,7 @@ class TestAgent:
         self,
         model: BaseAlgorithm,
         representation: Representation,
-        normalize: Normalize | None = None,
+        normalize: FrozenNormalization | None = None,
         deterministic: bool = True,
         config: DictConfig | None = None,
     ) -> None:
@@ -112,5 +110,4 @@ def load_agent(run_dir: str | Path, checkpoint: int | str | None = None, determi
     from rlzoo.experiment.replay import load_run
 
     run = load_run(run_dir, checkpoint)
-    normalize = run.normalize_observation if run.obs_rms is not None else None
-    return TestAgent(run.model, run.representation, normalize, deterministic, run.config)
+    return TestAgent(run.model, run.representation, run.normalization, deterministic, run.config)

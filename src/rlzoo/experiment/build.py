@@ -1,0 +1,169 @@
+"""The one assembly of a planned run: training vec env, frozen test/replay env, normaliser and model.
+
+``train``, presets and agents, replay (``load_run``/``enjoy``), collection with an agent and the benchmarks all build
+through :class:`RunBuilder`; nothing else calls ``gymnasium.make`` for a run. It makes exactly the envs asked for:
+``n_envs`` training envs, one test env, one bare env for an agent's spaces.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+
+from rlzoo.algos.factory import check_action_space
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.batched import BatchedMobileRobot
+from rlzoo.experiment.env_spec import EnvSpec
+from rlzoo.experiment.monitor import PerEnvMonitor
+from rlzoo.experiment.normalization import FrozenNormalization, running_normalization
+from rlzoo.experiment.plan import RunPlan
+from rlzoo.experiment.resume import resume_model
+from rlzoo.experiment.rundir import RunDir
+from rlzoo.srl.pixels import rendered_pixels
+from rlzoo.srl.representation import Representation
+
+VEC_ENV_CLASSES: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+TEST_SEED_OFFSET = 10_000  # test episodes are not training episodes
+
+
+def make_env(spec: EnvSpec, representation: Representation, render_mode: str | None = None) -> gym.Env:
+    """One env as the representation reads it (its make kwargs; ``render_mode`` may add one), without wrappers."""
+    kwargs = {**spec.kwargs, **representation.make_kwargs}
+    if render_mode is not None:
+        wanted = kwargs.setdefault("render_mode", render_mode)
+        if wanted != render_mode:
+            raise ConfigError(
+                f"render_mode={render_mode!r} conflicts with srl_model={representation.name}, which needs "
+                f"render_mode={wanted!r}"
+            )
+    if kwargs.get("render_mode") is not None:
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame-rendered envs: no display needed
+    try:
+        return gym.make(spec.id, **kwargs)
+    except TypeError as error:
+        raise ConfigError(f"env {spec.id} rejected its arguments {kwargs}: {error}") from None
+
+
+def _env_maker(
+    spec: EnvSpec, representation: Representation, seed: int, render_mode: str | None
+) -> Callable[[], gym.Env]:
+    def make() -> gym.Env:
+        env = make_env(spec, representation, render_mode)
+        env.action_space.seed(seed)
+        wrapper = representation.observation_wrapper
+        return wrapper(env) if wrapper is not None else env
+
+    return make
+
+
+def _batched(spec: EnvSpec, representation: Representation, n_envs: int, seed: int) -> VecEnv:
+    """``vec_env=batched``: the MobileRobot family stepped as one array operation (ground truth or native pixels)."""
+    wrapper = representation.observation_wrapper
+    pixels = isinstance(wrapper, functools.partial) and wrapper.func is rendered_pixels
+    if wrapper is not None and not pixels:
+        raise ConfigError(
+            f"vec_env=batched observes the ground truth or rendered pixels, not srl_model={representation.name}'s "
+            "per-env wrapper: use vec_env=dummy"
+        )
+    try:
+        venv = BatchedMobileRobot(spec.id, n_envs, seed, pixels, **spec.kwargs, **representation.make_kwargs)
+    except ValueError as error:
+        raise ConfigError(f"vec_env=batched: {error}") from None
+    size = (wrapper.keywords.get("height"), wrapper.keywords.get("width")) if pixels else None  # type: ignore[union-attr]
+    if size is not None and size != venv.observation_space.shape[:2]:  # type: ignore[index]
+        venv.close()
+        raise ConfigError(f"vec_env=batched renders {spec.id} at env.render_size, not at {size}: use vec_env=dummy")
+    return venv
+
+
+def vec_env(
+    spec: EnvSpec,
+    representation: Representation,
+    n_envs: int,
+    seed: int,
+    kind: str = "dummy",
+    render_mode: str | None = None,
+) -> VecEnv:
+    """``n_envs`` envs (env ``rank`` seeded ``seed + rank`` at its first reset) with the representation's wrappers.
+
+    :param kind: ``dummy``, ``subproc`` or ``batched``.
+    """
+    if kind == "batched":
+        venv = _batched(spec, representation, n_envs, seed)
+    else:
+        makers = [_env_maker(spec, representation, seed + rank, render_mode) for rank in range(n_envs)]
+        venv = VEC_ENV_CLASSES[kind](makers)
+        venv.seed(seed)
+    return representation.vec_wrapper(venv) if representation.vec_wrapper is not None else venv
+
+
+def load_model(algo_class: type[BaseAlgorithm], path: Path, **kwargs: Any) -> BaseAlgorithm:
+    """A saved model on the CPU (or ``device=``); a file that is not one fails with one message."""
+    try:
+        return algo_class.load(path, **{"device": "cpu", **kwargs})
+    except Exception as error:  # a truncated zip, a foreign file, an incompatible pickle ...
+        raise ConfigError(f"{path} cannot be loaded as {algo_class.__name__}: {error}") from None
+
+
+def snapshot(model: BaseAlgorithm) -> BaseAlgorithm:
+    """A copy of ``model``'s weights as they are now, on the CPU (ALL's ``test_agent()``): it does not change when
+    ``model`` goes on training. Made through SB3's own save format, so it works for any algorithm."""
+    buffer = io.BytesIO()
+    model.save(buffer)
+    buffer.seek(0)
+    return type(model).load(buffer, device="cpu")
+
+
+class RunBuilder:
+    """Builds the parts of one planned run."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+
+    def training_env(self) -> VecEnv:
+        """The ``n_envs`` training envs (not yet monitored), checked against the algorithm: nothing is written."""
+        settings = self.plan.settings
+        venv = vec_env(self.plan.spec, self.plan.representation, settings.n_envs, self.plan.seed, settings.vec_env)
+        try:
+            check_action_space(self.plan.factory.algo_class, venv.action_space)
+        except ConfigError:
+            venv.close()
+            raise
+        return venv
+
+    def monitored(self, venv: VecEnv, run: RunDir) -> VecEnv:
+        """``venv`` with its episodes logged in ``run``'s monitor files (appended to when the run resumes)."""
+        append = self.plan.resume_point is not None
+        return PerEnvMonitor(venv, run.monitor_dir, self.plan.spec.id, override_existing=not append)
+
+    def normalizer(self, venv: VecEnv) -> VecNormalize | None:
+        """The running observation normalisation, when the run normalises."""
+        return running_normalization(venv) if self.plan.settings.normalize else None
+
+    def model(self, env: VecEnv, normalizer: VecNormalize | None) -> BaseAlgorithm:
+        """The model on ``env``: fresh, or resumed from the plan's resume point (``normalizer`` restored too)."""
+        plan = self.plan
+        kwargs: dict[str, Any] = {"env": env, "device": plan.hardware.device, "verbose": plan.settings.verbose}
+        if plan.resume_point is None:
+            return plan.factory(policy=plan.policy, seed=plan.seed, **kwargs)
+        return resume_model(plan.factory.algo_class, plan.resume_point, normalizer, **kwargs)
+
+    def test_env(
+        self, normalization: FrozenNormalization | None, seed: int | None = None, render_mode: str | None = None
+    ) -> VecEnv:
+        """One env for test episodes or replay, with the frozen ``normalization`` (seed: the run's test seed)."""
+        seed = self.plan.settings.seed + TEST_SEED_OFFSET if seed is None else seed
+        venv = vec_env(self.plan.spec, self.plan.representation, 1, seed, render_mode=render_mode)
+        return normalization.wrap(venv) if normalization is not None else venv
+
+    def bare_env(self) -> gym.Env:
+        """One env without the representation's wrappers: what states handed to an agent carry."""
+        return make_env(self.plan.spec, self.plan.representation)

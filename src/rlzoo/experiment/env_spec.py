@@ -1,0 +1,79 @@
+"""Which env a run makes: a Gymnasium id and its ``gymnasium.make`` keywords, checked without making the env."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
+
+from rlzoo.errors import ConfigError
+from rlzoo.signature import check_keywords
+
+MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")  # gymnasium.make's own, not the env constructor's
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A Gymnasium id and the keyword arguments for ``gymnasium.make``."""
+
+    id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_values(cls, env_values: dict[str, Any]) -> EnvSpec:
+        """The spec of resolved ``env`` values: ``id`` and the make keywords."""
+        values = dict(env_values)
+        env_id = values.pop("id", None)
+        if env_id == "???":
+            raise ConfigError("env=gym needs the Gymnasium id: add env.id=<id>, e.g. env.id=LunarLander-v3")
+        if not isinstance(env_id, str) or not env_id:
+            raise ConfigError(f"env.id must be a Gymnasium id such as CartPole-v1, got {env_id!r}")
+        return cls(env_id, {str(k): v for k, v in values.items()})
+
+    def with_kwargs(self, **kwargs: Any) -> EnvSpec:
+        """The same env with keywords added or replaced."""
+        return EnvSpec(self.id, {**self.kwargs, **kwargs})
+
+
+def check_env_id(env_id: str) -> str:
+    """The registered id (``module:Id`` imports ``module`` first); fails with close matches when it is not one."""
+    if ":" in env_id:
+        module, _, env_id = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ConfigError(f"env.id: cannot import module {module!r} ({error})") from None
+    if env_id in gym.registry:
+        return env_id
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.6)
+    hint = f"; did you mean: {', '.join(close)}" if close else "; see gymnasium.pprint_registry() for the ids"
+    raise ConfigError(f"env.id={env_id!r} is not a registered Gymnasium id{hint}")
+
+
+def check_env(spec: EnvSpec, representation_name: str = "", make_kwargs: dict[str, Any] | None = None) -> None:
+    """Check the id, every keyword against the env constructor's signature and type hints, and the render mode a
+    representation needs against the env's ``metadata["render_modes"]``, without making the env.
+
+    :param make_kwargs: the representation's extra keywords (``render_mode="rgb_array"`` for pixels).
+    """
+    registered = gym.spec(check_env_id(spec.id))
+    entry_point = registered.entry_point
+    if entry_point is None:
+        return
+    creator: Any = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    owner = getattr(creator, "__name__", spec.id)
+    try:
+        check_keywords(creator, spec.kwargs, prefix="env.", owner=owner, also_allowed=MAKE_KEYWORDS)
+    except ConfigError as error:
+        raise ConfigError(f"env {spec.id} rejected its arguments {spec.kwargs}: {error}") from None
+    render_mode = (make_kwargs or {}).get("render_mode")
+    modes = getattr(creator, "metadata", {}).get("render_modes")
+    if render_mode is not None and modes is not None and render_mode not in modes:
+        raise ConfigError(
+            f"srl_model={representation_name} needs render_mode={render_mode!r}, which {spec.id} does not offer "
+            f"(its render modes: {', '.join(modes) or 'none'})"
+        )
