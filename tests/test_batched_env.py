@@ -15,10 +15,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 from tests.conftest import TINY_ON_POLICY, TINY_RUN, Compose
 
-from rlzoo.experiment.batched import BatchedMobileRobot
-from rlzoo.experiment.monitor import PerEnvMonitor
 from rlzoo.errors import ConfigError
+from rlzoo.experiment.batched import BatchedMobileRobot
 from rlzoo.experiment.build import vec_env
+from rlzoo.experiment.monitor import PerEnvMonitor
 from rlzoo.experiment.plan import plan_run
 from rlzoo.experiment.results import read_monitor
 from rlzoo.experiment.rundir import RunDir

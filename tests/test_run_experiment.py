@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rlzoo import State, load_agent, preset, run_experiment
-from rlzoo.errors import ConfigError
 from rlzoo.agents.run_experiment import experiment_overrides
+from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import RunDir
 
 CUSTOM = Path(__file__).parent / "custom_algorithm"
