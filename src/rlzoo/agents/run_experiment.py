@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from rlzoo.agents.presets import BoundPreset, Preset
 from rlzoo.errors import ConfigError
+from rlzoo.experiment.build import RunBuilder
 from rlzoo.experiment.plan import plan_run
 from rlzoo.experiment.run import train_run
 
@@ -95,7 +96,7 @@ def run_experiment(
             cfg = bound.compose(folder / f"{len(jobs)}_{bound.name}", *overrides)
             if render:
                 _check_render(cfg, env)
-            plan_run(cfg)  # every bad input fails before any run trains
+            RunBuilder(plan_run(cfg)).check_action_space()  # every bad input fails before any run trains
             jobs.append((bound, cfg))
     runs = []
     for bound, cfg in jobs:

@@ -164,6 +164,15 @@ class RunBuilder:
         venv = vec_env(self.plan.spec, self.plan.representation, 1, seed, render_mode=render_mode)
         return normalization.wrap(venv) if normalization is not None else venv
 
+    def check_action_space(self) -> None:
+        """Make one env and check its action space against the algorithm (a check ahead of the run, for callers
+        that plan several runs before any trains)."""
+        env = self.bare_env()
+        try:
+            check_action_space(self.plan.factory.algo_class, env.action_space)
+        finally:
+            env.close()
+
     def bare_env(self) -> gym.Env:
         """One env without the representation's wrappers: what states handed to an agent carry."""
         return make_env(self.plan.spec, self.plan.representation)
