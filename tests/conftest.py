@@ -53,6 +53,24 @@ TINY_ALGO_RUNS: dict[str, list[str]] = {
     "ddpg": ["env=Pendulum", *TINY_OFF_POLICY],
     "tqc": ["env=Pendulum", *TINY_OFF_POLICY, "+algo.policy_kwargs.n_quantiles=5"],
     "crossq": ["env=Pendulum", *TINY_OFF_POLICY],
+    # rlzoo's own algorithms (rlzoo.algos)
+    "ddqn": ["env=CartPole", "n_envs=2", *TINY_OFF_POLICY, "algo.target_update_interval=10"],
+    "per": ["env=CartPole", *TINY_OFF_POLICY, "algo.n_steps=3"],
+    "c51": ["env=CartPole", *TINY_OFF_POLICY, "algo.n_atoms=11"],
+    "rainbow": ["env=CartPole", "n_envs=2", *TINY_OFF_POLICY, "algo.n_atoms=11", "algo.target_update_interval=10"],
+    "cmaes": ["env=CartPole", "n_envs=2", "algo.popsize=4", "+algo.policy_kwargs.net_arch=[4]"],
+    "random": ["env=CartPole", "n_envs=2"],
+    "acer": ["env=CartPole", "n_envs=2", "algo.n_steps=8", "algo.replay_start=32", "+algo.policy_kwargs.net_arch=[16]"],
+    "acktr": ["env=CartPole", "n_envs=2", "algo.n_steps=8", "+algo.policy_kwargs.net_arch=[16]"],
+    # The JAX backend (SBX, the [jax] extra): skipped without the extra, failed under CI (tests/test_jax_backend.py).
+    "sbx_sac": ["env=Pendulum", *TINY_OFF_POLICY],
+    "sbx_droq": ["env=Pendulum", *TINY_OFF_POLICY, "algo.gradient_steps=2", "algo.policy_delay=2"],
+    "sbx_tqc": ["env=Pendulum", *TINY_OFF_POLICY, "+algo.policy_kwargs.n_quantiles=5"],
+    "sbx_crossq": ["env=Pendulum", *TINY_OFF_POLICY],
+    "sbx_td3": ["env=Pendulum", *TINY_OFF_POLICY],
+    "sbx_ddpg": ["env=Pendulum", *TINY_OFF_POLICY],
+    "sbx_dqn": ["env=CartPole", *TINY_OFF_POLICY],
+    "sbx_ppo": ["env=CartPole", "n_envs=2", *TINY_ON_POLICY, "algo.n_epochs=2"],
 }
 
 Compose = Callable[..., DictConfig]

@@ -7,6 +7,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from wandb.proto import wandb_internal_pb2
@@ -46,6 +47,11 @@ def test_wandb_offline_run_carries_job_config_and_metrics(compose: Compose, tmp_
     files = list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(files) == 1
     records = read_wandb_records(files[0])
+    for _ in range(60):  # W&B's service may still be flushing the file right after finish() on a loaded machine
+        if any(r.HasField("run") for r in records) and any(r.HasField("summary") for r in records):
+            break
+        time.sleep(0.5)
+        records = read_wandb_records(files[0])
     run = next(r.run for r in records if r.HasField("run"))
     assert run.run_group == "ppo_CartPole_ground_truth"
     assert run.project == "rlzoo"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -170,14 +172,12 @@ def test_unfinished_runs_and_differing_budgets_are_plotted_and_said(tmp_path: Pa
     report = plot(PlotSettings(dir=str(tmp_path)), log=lambda _: None)
 
     notes = "\n".join(report.notes)
-    assert (
-        "just_started: no complete training episode yet" in notes
-        and "failed: the run failed (ValueError: boom)" in notes
-    )
-    assert "1 run(s) still training or stopped (no metrics.json)" in notes and "training" in notes
+    assert "just_started: no complete training episode yet" in notes and "failed: failed (ValueError: boom)" in notes
+    assert "1 run(s) unfinished (still training or stopped" in notes and "training" in notes
     assert "reached different step counts: 600 (1 run), 400 (1 run), 250 (1 run, unfinished)" in notes
     (row,) = report.rows
     assert (row.budget, row.n, row.mean) == (250, 3, pytest.approx((5 + 7 + 9) / 3))
+    assert row.seeds == (1, 2, 3) and row.runs_label == "2 done, 1 unfinished, 1 failed"  # the failed run is said
     at_400 = plot(PlotSettings(dir=str(tmp_path), budgets=(400,)), log=lambda _: None)
     assert [(r.budget, r.n) for r in at_400.rows] == [(400, 2)]
     assert any("at budget 400, 1 of 3 run(s)" in note and "reached only 250 steps" in note for note in at_400.notes)
@@ -214,3 +214,63 @@ def test_entrypoint_checks_keys_and_exits_with_one_line(tmp_path: Path, monkeypa
     with pytest.raises(SystemExit) as exited:
         main()
     assert "holds no run dirs" in str(exited.value.code)
+
+
+REAL_RUN = [
+    "algo=ppo", "env=MobileRobot", "env.random_target=true", "n_envs=2", "vec_env=dummy", "total_timesteps=1000",
+    "algo.n_steps=128", "algo.batch_size=64", "algo.n_epochs=1", "+algo.policy_kwargs.net_arch=[16]",
+    "test_episodes=1", "checkpoint_freq=0", "verbose=0", "logger.formats=[csv]",
+]  # fmt: skip
+
+
+def test_real_runs_of_three_representations_are_paired_with_ground_truth(compose: Any, tmp_path: Path) -> None:
+    """ground_truth (render_size 224, normalised), raw_pixels (40 x 40, not normalised) and a learned encoder
+    (16 x 16, normalised): the keys that follow the representation must not keep them from their p-values."""
+    from rlzoo.train import train
+    from srl_helpers import make_dataset, make_encoder
+
+    encoder = tmp_path / "encoder"
+    make_encoder(encoder, make_dataset(tmp_path / "data", ["n_samples=100"]), "random")
+    representations = {
+        "ground_truth": ["srl_model=ground_truth"],
+        "raw_pixels": ["srl_model=raw_pixels", "srl_model.height=40", "srl_model.width=40"],
+        "random": ["srl_model=random", f"srl_model.checkpoint={encoder}", "srl_model.height=16", "srl_model.width=16"],
+    }
+    for name, overrides in representations.items():
+        for seed in (0, 1):
+            run_dir = tmp_path / "sweep" / f"{name}_{seed}"
+            train(compose([*REAL_RUN, *overrides, f"seed={seed}"], run_dir=run_dir))
+    shutil.copytree(tmp_path / "sweep" / "ground_truth_0", tmp_path / "sweep" / "ground_truth_0_again")  # a rerun
+
+    report = plot(PlotSettings(dir=str(tmp_path / "sweep")), log=lambda _: None)
+
+    assert sorted(g.srl_model for g in report.groups) == ["ground_truth", "random", "raw_pixels"]
+    assert all(not g.variant and not g.srl_variant for g in report.groups)
+    rows = {r.group.srl_model: r for r in report.rows}
+    assert {name: (r.n, r.seeds, r.budget) for name, r in rows.items()} == {
+        name: (2, (0, 1), 1000) for name in representations
+    }
+    assert len(rows["ground_truth"].group.runs) == 3  # the rerun of seed 0 is one sample, not a third seed
+    for name in ("raw_pixels", "random"):
+        expected = welch_by_hand(rows[name].scores, rows["ground_truth"].scores)
+        assert 0.0 <= rows[name].p_value <= 1.0 and rows[name].p_value == pytest.approx(expected, rel=1e-9)
+    implied = rows["raw_pixels"].group.implied
+    assert "env.render_size=40" in implied and "normalize=False" in implied
+    assert any("keys that follow the representation" in note and "env.render_size" in note for note in report.notes)
+    assert not any("no p-value" in note for note in report.notes)
+
+
+def test_rows_of_groups_whose_runs_all_failed_say_so(tmp_path: Path) -> None:
+    for seed in (0, 1):
+        make_run(tmp_path / f"gt{seed}", [[10.0 + seed] * 20], [[5] * 20], seed=seed)
+        failed = make_run(tmp_path / f"rp{seed}", [[]], [[]], srl_model="raw_pixels", seed=seed, finished=False)
+        (failed / "error.txt").write_text("Traceback ...\nRuntimeError: out of memory\n")
+
+    report = plot(PlotSettings(dir=str(tmp_path)), log=lambda _: None)
+
+    gt, rp = report.rows
+    assert (gt.group.srl_model, gt.n, gt.runs_label) == ("ground_truth", 2, "2 done")
+    assert (rp.group.srl_model, rp.n, rp.runs_label, rp.budget) == ("raw_pixels", 0, "2 failed", 0)
+    markdown = (tmp_path / "plots" / "results.md").read_text()
+    assert "| raw_pixels   |              — |     0 | 2 failed |" in markdown
+    assert sum("failed (RuntimeError: out of memory); not scored" in note for note in report.notes) == 2

@@ -16,6 +16,9 @@ _LAZY = {
     "State": "rlzoo.agents.state",
     "StateArray": "rlzoo.agents.state",
     "run_experiment": "rlzoo.agents.run_experiment",
+    "MultiagentState": "rlzoo.agents.multiagent_state",
+    "Multiagent": "rlzoo.agents.multiagent_state",
+    "load_multiagent": "rlzoo.agents.multiagent",
 }
 __all__ = ["__version__", *_LAZY]
 

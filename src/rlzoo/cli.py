@@ -1,40 +1,97 @@
 """What every entrypoint does with a bad input: one line on stderr and a non-zero exit (ground floor).
 
+A rejected command leaves nothing behind: Hydra makes a single run's output dir (``.hydra/``, ``<job>.log``) before
+the command is checked, and it is removed again when the command fails before the run wrote anything there.
 Under ``--multirun`` the error is re-raised, so that the launcher records the failed job and runs the others.
 """
 
 from __future__ import annotations
 
 import functools
+import shutil
 import sys
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, RunFailure
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _in_multirun() -> bool:
+def in_multirun() -> bool:
+    """Whether this process runs a job of a Hydra ``--multirun``."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-def one_line_errors(entrypoint: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorate a Hydra ``main``: a :class:`ConfigError` exits with ``<entrypoint>: error: <message>``."""
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def discard_output_dir() -> None:
+    """Remove a single run's Hydra output dir when it holds nothing but Hydra's own files, and the folders above it
+    that this leaves empty (inside the working directory). A sweep's job dirs are kept: the summary lists them."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized() or in_multirun():
+        return
+    hydra_cfg = HydraConfig.get()
+    folder = Path(hydra_cfg.runtime.output_dir).resolve()
+    cwd = Path.cwd().resolve()
+    own = {hydra_cfg.output_subdir, f"{hydra_cfg.job.name}.log"}
+    if not folder.is_dir() or _inside(cwd, folder) or any(p.name not in own for p in folder.iterdir()):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    for parent in folder.parents:
+        if parent == cwd or not _inside(parent, cwd) or any(parent.iterdir()):
+            break
+        parent.rmdir()
+
+
+def _record_job_failure(entrypoint: str, error: Exception) -> None:
+    """A sweep job's error goes to its run dir's ``error.txt`` (the sweep summary reads it) and one line on stderr."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from rlzoo.experiment.sweep import error_line, record_failure
+
+    hydra_cfg = HydraConfig.get()
+    record_failure(Path(hydra_cfg.runtime.output_dir), error)
+    message = error_line("".join(traceback.format_exception_only(error)))
+    print(f"{entrypoint}: job {hydra_cfg.job.num} failed: {message}", file=sys.stderr, flush=True)
+
+
+def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a Hydra ``main``: a :class:`ConfigError` (or :class:`RunFailure`) exits with
+    ``<entrypoint>: error: <message>``; a command that fails before writing leaves no output dir.
+
+    :param summarised_sweeps: the entrypoint's sweeps have a summary callback (:mod:`rlzoo.experiment.sweep`): a
+        failing job records its error and returns, so that the sweep ends with the summary's counts, not a traceback.
+    """
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(function)
         def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return function(*args, **kwargs)
-            except ConfigError as error:
-                if _in_multirun():
-                    raise
-                sys.exit(f"{entrypoint}: error: {error}")
+            except Exception as error:
+                if in_multirun():
+                    if not summarised_sweeps:
+                        raise
+                    _record_job_failure(entrypoint, error)
+                    return None  # type: ignore[return-value]  # a failed job: the summary reports it
+                discard_output_dir()
+                if isinstance(error, ConfigError | RunFailure):
+                    sys.exit(f"{entrypoint}: error: {error}")
+                raise
+            except BaseException:
+                if not in_multirun():
+                    discard_output_dir()
+                raise
 
         return wrapped
 

@@ -91,6 +91,10 @@ class Replay:
 
 def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay:
     """Replay ``settings.n_episodes`` episodes of one model of the run; print and write the results."""
+    from rlzoo.multiagent.replay import is_multiagent_run
+
+    if is_multiagent_run(settings.run):
+        return _enjoy_multiagent(settings, log)
     loaded = load_run(settings.run, settings.checkpoint)
     episodes = run_episodes(
         loaded,
@@ -128,6 +132,26 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
         files.append(plot_actions(loaded, episodes, out / f"{loaded.label}_{name}.png"))
     log("  wrote " + ", ".join(str(f) for f in files))
     return Replay(loaded.label, returns.tolist(), lengths, files)
+
+
+def _enjoy_multiagent(settings: EnjoySettings, log: Callable[[str], None]) -> Replay:
+    """A multi-agent run's replay: per-agent returns in ``enjoy/final_returns.csv`` (+ ``final.mp4``)."""
+    from rlzoo.multiagent.replay import replay_multiagent
+
+    if settings.checkpoint != FINAL or settings.plot or settings.watch:
+        raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
+    replay = replay_multiagent(settings.run, settings.n_episodes, settings.seed, settings.deterministic, settings.video)
+    returns = [e.total for e in replay.episodes]
+    per_agent = ", ".join(f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys)
+    log(f"rlzoo.enjoy: {settings.run}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}")
+    out = RunDir(Path(settings.run)).enjoy_dir
+    out.mkdir(exist_ok=True)
+    files = [out / f"{FINAL}_returns.csv"]
+    atomic_write_text(files[0], replay.table())
+    for fmt in settings.video_formats if settings.video else ():
+        files.append(write_video(out / f"{FINAL}.{fmt}", replay.frames, settings.fps or replay.render_fps))
+    log("  wrote " + ", ".join(str(f) for f in files))
+    return Replay(FINAL, returns, [e.length for e in replay.episodes], files)
 
 
 def watch(

@@ -8,12 +8,13 @@ second.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import discard_output_dir, one_line_errors
 from rlzoo.config import CONFIG_DIR
 
 
@@ -24,16 +25,25 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     changed. A run dir holding an unfinished run with the same config resumes it; ``resume=<run dir>`` continues that
     run with its saved config (``overrides``, the command line's, must agree with it).
     """
+    from rlzoo.multiagent.plan import is_pettingzoo
+
+    if cfg.get("multiagent") is not None or is_pettingzoo(cfg):  # multi-agent runs: rlzoo.multiagent.run
+        from rlzoo.multiagent.run import train_multiagent
+
+        return train_multiagent(cfg, overrides)
     from rlzoo.experiment.run import train_run
 
     return train_run(cfg, overrides)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
-@one_line_errors("rlzoo.train")
+@one_line_errors("rlzoo.train", summarised_sweeps=True)
 def main(cfg: DictConfig) -> float:
     """Hydra entrypoint: returns the mean test return, so that a sweeper can optimise it."""
-    overrides = [o for o in HydraConfig.get().overrides.task if o.split("=", 1)[0] != "resume"]
+    hydra_cfg = HydraConfig.get()
+    overrides = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0] != "resume"]
+    if Path(str(cfg.resume or cfg.run_dir)).resolve() != Path(hydra_cfg.runtime.output_dir).resolve():
+        discard_output_dir()  # the run writes elsewhere (resume=, run_dir=): Hydra's own folder would stay empty
     metrics = train(cfg, overrides)
     mean_return = metrics.get("test/mean_return", float("nan"))
     run_dir = cfg.resume or cfg.run_dir

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from typeguard import TypeCheckError, check_type
 
+from rlzoo.algos import jax_backend
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
 
@@ -63,8 +64,20 @@ class AlgorithmFactory:
             )
         return names[0]
 
+    def check_device(self, device: str) -> None:
+        """Fail before any work when the algorithm's backend cannot use ``hardware.device`` (JAX without a GPU)."""
+        if jax_backend.is_jax_class(self.algo_class):
+            jax_backend.jax_device(device)
+
+    def use_device(self, device: str) -> None:
+        """Place the networks of models built or loaded from now on on ``device``: SBX ignores its ``device`` keyword
+        (JAX places arrays), so JAX's default device is set; SB3 models take the keyword and need nothing here."""
+        if jax_backend.is_jax_class(self.algo_class):
+            jax_backend.use_device(device)
+
     def __call__(self, *, env: Any, policy: str | type, **run_kwargs: Any) -> BaseAlgorithm:
         """Build the model on ``env`` with ``policy`` (see :meth:`policy_for`) and run-level keywords."""
+        self.use_device(str(run_kwargs.get("device", "auto")))
         return self.algo_class(policy=policy, env=env, **run_kwargs, **self.kwargs)
 
 
@@ -176,6 +189,7 @@ def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
         raise ConfigError("the algo config has no _target_ (the algorithm class, e.g. stable_baselines3.PPO)")
     cfg = OmegaConf.to_container(algo_cfg, resolve=True)
     assert isinstance(cfg, dict)
+    jax_backend.require_jax(str(cfg["_target_"]))  # the [jax] extra: one line naming it when missing
     cfg["_partial_"] = True
     try:
         partial = instantiate(cfg)
@@ -192,7 +206,11 @@ def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
             f"algo.policy={policy!r} is not a policy of {algo_class.__name__}; "
             f"allowed: {', '.join(algo_class.policy_aliases)}"
         )
-    return AlgorithmFactory(algo_class, _check_kwargs(algo_class, kwargs), policy)
+    checked = _check_kwargs(algo_class, kwargs)
+    check_ranges = getattr(algo_class, "check_keywords", None)  # rlzoo's own algorithms: ranges and combinations
+    if callable(check_ranges):
+        check_ranges(**checked)
+    return AlgorithmFactory(algo_class, checked, policy)
 
 
 def algorithm_classes(config_dirs: Iterable[Path] = (CONFIG_DIR,)) -> dict[str, type[BaseAlgorithm]]:

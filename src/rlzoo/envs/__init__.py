@@ -2,7 +2,8 @@
 
 The ids carry no ``max_episode_steps``: each env truncates its own episodes after ``max_steps`` (250 by default, a
 constructor argument), so the limit has a single source and ``gymnasium.make(..., max_steps=N)`` changes it.
-This package imports only numpy, gymnasium and the standard library.
+This package imports only numpy, gymnasium and the standard library; the arm envs (``rlzoo/Kuka*-v0``) import
+pybullet, an optional extra (``pip install -e ".[arm]"``), only when one is made.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ ENV_IDS: dict[str, str] = {
     "rlzoo/MobileRobot1D-v0": "rlzoo.envs.mobile_robot_variants:MobileRobot1DEnv",
     "rlzoo/MobileRobotLineTarget-v0": "rlzoo.envs.mobile_robot_variants:MobileRobotLineTargetEnv",
     "rlzoo/MobileRobot2Target-v0": "rlzoo.envs.mobile_robot_variants:MobileRobot2TargetEnv",
+    "rlzoo/KukaButton-v0": "rlzoo.envs.kuka_button:KukaButtonEnv",
+    "rlzoo/KukaRandButton-v0": "rlzoo.envs.kuka_variants:KukaRandButtonEnv",
+    "rlzoo/Kuka2Button-v0": "rlzoo.envs.kuka_variants:Kuka2ButtonEnv",
+    "rlzoo/KukaMovingButton-v0": "rlzoo.envs.kuka_variants:KukaMovingButtonEnv",
 }
 
 

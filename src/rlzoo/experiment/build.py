@@ -16,12 +16,15 @@ from typing import Any
 
 import gymnasium as gym
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
 from rlzoo.algos.factory import check_action_space
+from rlzoo.envs_support import making
+from rlzoo.envs_support.wrappers import StepCap
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.batched import BatchedMobileRobot
 from rlzoo.experiment.env_spec import EnvSpec
+from rlzoo.experiment.finetune import check_spaces, init_model
 from rlzoo.experiment.monitor import PerEnvMonitor
 from rlzoo.experiment.normalization import FrozenNormalization, running_normalization
 from rlzoo.experiment.plan import RunPlan
@@ -34,8 +37,12 @@ VEC_ENV_CLASSES: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {"dummy": 
 TEST_SEED_OFFSET = 10_000  # test episodes are not training episodes
 
 
-def make_env(spec: EnvSpec, representation: Representation, render_mode: str | None = None) -> gym.Env:
-    """One env as the representation reads it (its make kwargs; ``render_mode`` may add one), without wrappers."""
+def make_env(
+    spec: EnvSpec, representation: Representation, render_mode: str | None = None, *, training: bool = False
+) -> gym.Env:
+    """One env as the representation reads it (its make kwargs; ``render_mode`` may add one) with rlzoo's env keys
+    applied (:func:`rlzoo.envs_support.making.make`: action repeat, Atari preprocessing, flattening), without the
+    representation's wrappers. ``training``: a training env (Atari: life-loss episodes, clipped rewards)."""
     kwargs = {**spec.kwargs, **representation.make_kwargs}
     if render_mode is not None:
         wanted = kwargs.setdefault("render_mode", render_mode)
@@ -46,17 +53,21 @@ def make_env(spec: EnvSpec, representation: Representation, render_mode: str | N
             )
     if kwargs.get("render_mode") is not None:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame-rendered envs: no display needed
-    try:
-        return gym.make(spec.id, **kwargs)
-    except TypeError as error:
-        raise ConfigError(f"env {spec.id} rejected its arguments {kwargs}: {error}") from None
+    return making.make(spec.with_kwargs(**kwargs), training=training)
 
 
 def _env_maker(
-    spec: EnvSpec, representation: Representation, seed: int, render_mode: str | None
+    spec: EnvSpec,
+    representation: Representation,
+    seed: int,
+    render_mode: str | None,
+    training: bool = False,
+    step_cap: int | None = None,
 ) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
-        env = make_env(spec, representation, render_mode)
+        env = make_env(spec, representation, render_mode, training=training)
+        if step_cap is not None:
+            env = StepCap(env, step_cap)
         env.action_space.seed(seed)
         wrapper = representation.observation_wrapper
         return wrapper(env) if wrapper is not None else env
@@ -91,17 +102,25 @@ def vec_env(
     seed: int,
     kind: str = "dummy",
     render_mode: str | None = None,
+    training: bool = False,
+    step_cap: int | None = None,
 ) -> VecEnv:
     """``n_envs`` envs (env ``rank`` seeded ``seed + rank`` at its first reset) with the representation's wrappers.
 
     :param kind: ``dummy``, ``subproc`` or ``batched``.
+    :param training: training envs (Atari: life-loss episodes and clipped rewards); else test or replay envs.
+    :param step_cap: end episodes after this many steps, with a warning (test and replay envs without a step limit).
     """
     if kind == "batched":
         venv = _batched(spec, representation, n_envs, seed)
     else:
-        makers = [_env_maker(spec, representation, seed + rank, render_mode) for rank in range(n_envs)]
+        makers = [
+            _env_maker(spec, representation, seed + rank, render_mode, training, step_cap) for rank in range(n_envs)
+        ]
         venv = VEC_ENV_CLASSES[kind](makers)
         venv.seed(seed)
+    if spec.options.frame_stack > 1:  # env.frame_stack (Atari: 4)
+        venv = VecFrameStack(venv, spec.options.frame_stack)
     return representation.vec_wrapper(venv) if representation.vec_wrapper is not None else venv
 
 
@@ -131,37 +150,50 @@ class RunBuilder:
     def training_env(self) -> VecEnv:
         """The ``n_envs`` training envs (not yet monitored), checked against the algorithm: nothing is written."""
         settings = self.plan.settings
-        venv = vec_env(self.plan.spec, self.plan.representation, settings.n_envs, self.plan.seed, settings.vec_env)
+        venv = vec_env(
+            self.plan.spec, self.plan.representation, settings.n_envs, self.plan.seed, settings.vec_env, training=True
+        )
         try:
             check_action_space(self.plan.factory.algo_class, venv.action_space)
+            if self.plan.init_point is not None:  # fine-tuning: the saved model's spaces
+                check_spaces(self.plan.init_point, venv)
         except ConfigError:
             venv.close()
             raise
         return venv
 
-    def monitored(self, venv: VecEnv, run: RunDir) -> VecEnv:
-        """``venv`` with its episodes logged in ``run``'s monitor files (appended to when the run resumes)."""
+    def monitored(self, venv: VecEnv, run: RunDir | None, t_start: float | None = None) -> PerEnvMonitor:
+        """``venv`` with its episodes logged in ``run``'s monitor files (appended to when the run resumes; None: files
+        opened later with :meth:`PerEnvMonitor.open_files`, once the run dir is claimed). Atari training envs report
+        whole games. ``t_start``: the run clock's start (a resumed run's ``t`` goes on)."""
         append = self.plan.resume_point is not None
-        return PerEnvMonitor(venv, run.monitor_dir, self.plan.spec.id, override_existing=not append)
+        return PerEnvMonitor(
+            venv, run.monitor_dir if run is not None else None, self.plan.spec.id, override_existing=not append,
+            t_start=t_start, game_episodes=self.plan.spec.options.atari is not None,
+        )  # fmt: skip
 
     def normalizer(self, venv: VecEnv) -> VecNormalize | None:
         """The running observation normalisation, when the run normalises."""
         return running_normalization(venv) if self.plan.settings.normalize else None
 
     def model(self, env: VecEnv, normalizer: VecNormalize | None) -> BaseAlgorithm:
-        """The model on ``env``: fresh, or resumed from the plan's resume point (``normalizer`` restored too)."""
+        """The model on ``env``: fresh, resumed from the plan's resume point, or fresh with the weights of the
+        plan's init point (``init_from``: fine-tuning); ``normalizer``'s statistics restored in the last two cases."""
         plan = self.plan
         kwargs: dict[str, Any] = {"env": env, "device": plan.hardware.device, "verbose": plan.settings.verbose}
-        if plan.resume_point is None:
-            return plan.factory(policy=plan.policy, seed=plan.seed, **kwargs)
-        return resume_model(plan.factory.algo_class, plan.resume_point, normalizer, **kwargs)
+        if plan.resume_point is not None:
+            return resume_model(plan.factory.algo_class, plan.resume_point, normalizer, **kwargs)
+        model = plan.factory(policy=plan.policy, seed=plan.seed, **kwargs)
+        return init_model(model, plan.init_point, normalizer) if plan.init_point is not None else model
 
     def test_env(
         self, normalization: FrozenNormalization | None, seed: int | None = None, render_mode: str | None = None
     ) -> VecEnv:
-        """One env for test episodes or replay, with the frozen ``normalization`` (seed: the run's test seed)."""
+        """One env for test episodes or replay, with the frozen ``normalization`` (seed: the run's test seed); an env
+        without a step limit ends its episodes at ``max_test_steps``."""
         seed = self.plan.settings.seed + TEST_SEED_OFFSET if seed is None else seed
-        venv = vec_env(self.plan.spec, self.plan.representation, 1, seed, render_mode=render_mode)
+        cap = making.step_cap(self.plan.spec, self.plan.settings.max_test_steps)
+        venv = vec_env(self.plan.spec, self.plan.representation, 1, seed, render_mode=render_mode, step_cap=cap)
         return normalization.wrap(venv) if normalization is not None else venv
 
     def check_action_space(self) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
+from rlzoo.experiment.budget import RunClock
 from rlzoo.experiment.resume import log_state
 from rlzoo.experiment.rundir import RETURNS100_HEADER, RunDir
 
@@ -99,13 +100,20 @@ class Checkpoint(BaseCallback):
     :param every_steps: checkpoint interval in agent steps.
     :param normalizer: the training env's observation normaliser, if any.
     :param returns100: the run's returns100 writer, whose unwritten episodes go into the resume state.
+    :param clock: the run's clock, whose reading goes into the resume state.
     """
 
     def __init__(
-        self, run: RunDir, every_steps: int, normalizer: VecNormalize | None, returns100: Returns100 | None = None
+        self,
+        run: RunDir,
+        every_steps: int,
+        normalizer: VecNormalize | None,
+        returns100: Returns100 | None = None,
+        clock: RunClock | None = None,
     ) -> None:
         super().__init__()
         self.run = run
+        self.clock = clock
         self.every_steps = every_steps
         self.normalizer = normalizer
         self.returns100 = returns100
@@ -137,7 +145,7 @@ class Checkpoint(BaseCallback):
 
     def _save(self) -> None:
         pending = self.returns100.pending if self.returns100 is not None else []
-        state = log_state(self.run, pending)
+        state = log_state(self.run, pending, self.clock.elapsed() if self.clock is not None else None)
         self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer, state)
 
     def _restore_handler(self) -> None:

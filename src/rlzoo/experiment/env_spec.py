@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import load_env_creator
 
+from rlzoo.envs_support.extras import atari_hint, ensure_registered
+from rlzoo.envs_support.options import EnvOptions
 from rlzoo.errors import ConfigError
 from rlzoo.signature import check_keywords
 
@@ -18,10 +19,11 @@ MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")  # gymnasium.make's
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """A Gymnasium id and the keyword arguments for ``gymnasium.make``."""
+    """A Gymnasium id, the keyword arguments for ``gymnasium.make`` and rlzoo's own env keys (:class:`EnvOptions`)."""
 
     id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    options: EnvOptions = field(default_factory=EnvOptions)
 
     @classmethod
     def from_values(cls, env_values: dict[str, Any]) -> EnvSpec:
@@ -32,11 +34,16 @@ class EnvSpec:
             raise ConfigError("env=gym needs the Gymnasium id: add env.id=<id>, e.g. env.id=LunarLander-v3")
         if not isinstance(env_id, str) or not env_id:
             raise ConfigError(f"env.id must be a Gymnasium id such as CartPole-v1, got {env_id!r}")
-        return cls(env_id, {str(k): v for k, v in values.items()})
+        options, kwargs = EnvOptions.split({str(k): v for k, v in values.items()})
+        return cls(env_id, kwargs, options)
 
     def with_kwargs(self, **kwargs: Any) -> EnvSpec:
         """The same env with keywords added or replaced."""
-        return EnvSpec(self.id, {**self.kwargs, **kwargs})
+        return EnvSpec(self.id, {**self.kwargs, **kwargs}, self.options)
+
+    def values(self) -> dict[str, Any]:
+        """The ``env`` values of a config: ``id``, the make keywords and rlzoo's env keys."""
+        return {"id": self.id, **self.kwargs, **self.options.values()}
 
 
 def check_env_id(env_id: str) -> str:
@@ -47,10 +54,12 @@ def check_env_id(env_id: str) -> str:
             importlib.import_module(module)
         except ImportError as error:
             raise ConfigError(f"env.id: cannot import module {module!r} ({error})") from None
+    ensure_registered(env_id)  # Atari ids exist once ale_py is imported ([atari] extra)
     if env_id in gym.registry:
         return env_id
     close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.6)
     hint = f"; did you mean: {', '.join(close)}" if close else "; see gymnasium.pprint_registry() for the ids"
+    hint += atari_hint(env_id)
     raise ConfigError(f"env.id={env_id!r} is not a registered Gymnasium id{hint}")
 
 
@@ -60,11 +69,12 @@ def check_env(spec: EnvSpec, representation_name: str = "", make_kwargs: dict[st
 
     :param make_kwargs: the representation's extra keywords (``render_mode="rgb_array"`` for pixels).
     """
+    from rlzoo.envs_support.making import env_creator
+
     registered = gym.spec(check_env_id(spec.id))
-    entry_point = registered.entry_point
-    if entry_point is None:
+    if registered.entry_point is None:
         return
-    creator: Any = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    creator: Any = env_creator(spec.id)  # a missing simulator ([box2d], [mujoco]) fails here with one line
     owner = getattr(creator, "__name__", spec.id)
     try:
         check_keywords(creator, spec.kwargs, prefix="env.", owner=owner, also_allowed=MAKE_KEYWORDS)

@@ -6,6 +6,7 @@ type decided, a learned encoder pinned to its folder), which is what the run rec
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, fit_action_type
+from rlzoo.envs_support.observations import observe
 from rlzoo.errors import ConfigError
+from rlzoo.experiment.budget import check_budget
 from rlzoo.experiment.env_spec import EnvSpec, check_env
+from rlzoo.experiment.finetune import InitPoint, find_init_point
+from rlzoo.experiment.live_plot import VisdomSettings
 from rlzoo.experiment.loggers import WandbSettings, check_formats
+from rlzoo.experiment.policy_kwargs import check_policy_kwargs
 from rlzoo.experiment.resume import ResumePoint, find_resume_point, resume_config, training_seed
 from rlzoo.experiment.rundir import RunDir
 from rlzoo.experiment.settings import RunSettings
@@ -26,10 +32,11 @@ from rlzoo.srl.representation import Representation, pin_representation
 
 @dataclass(frozen=True)
 class LogPlan:
-    """Where SB3's metrics go: its output formats, and W&B's settings when ``logger=wandb``."""
+    """Where SB3's metrics go: its output formats, W&B's settings (``logger=wandb``), visdom's (``logger=visdom``)."""
 
     formats: list[str]
     wandb: WandbSettings | None
+    visdom: VisdomSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class RunPlan:
 
     :param config: the resolved config to record (action type decided, encoder pinned); the input is untouched.
     :param resume_point: where an unfinished run in ``run_dir`` continues from (None: a fresh start).
+    :param init_point: the saved model a fine-tuning run starts from (``init_from``; None: fresh weights).
     """
 
     config: DictConfig
@@ -49,6 +57,7 @@ class RunPlan:
     policy: str | type
     logging: LogPlan
     resume_point: ResumePoint | None
+    init_point: InitPoint | None = None
 
     @property
     def run(self) -> RunDir:
@@ -72,18 +81,23 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     values = _resolved(cfg)
     settings = RunSettings.from_values(values)
     hardware = Hardware.from_config(values["hardware"])
-    factory = build_algorithm_factory(OmegaConf.create(values["algo"]))
+    check_budget(settings, overrides)
+    factory = check_policy_kwargs(build_algorithm_factory(OmegaConf.create(values["algo"])))
     spec = EnvSpec.from_values(values["env"])
-    spec = EnvSpec(spec.id, fit_action_type(spec.kwargs, factory.algo_class))
-    values["env"] = {"id": spec.id, **spec.kwargs}
+    spec = spec.with_kwargs(**fit_action_type(spec.kwargs, factory.algo_class))
     values["srl_model"] = pin_representation(values["srl_model"], spec.id)
     representation = Representation.from_values(values["srl_model"])
     check_env(spec, representation.name, representation.make_kwargs)
-    policy = factory.policy_for(representation.policy_family)
+    spec, observing = observe(spec, representation, settings.normalize)  # recorded: env.observation, normalize
+    settings = dataclasses.replace(settings, normalize=observing.normalize)
+    values["env"], values["normalize"] = spec.values(), observing.normalize
+    policy = factory.policy_for(observing.policy_family)
     logging = _log_plan(values["logger"], settings.verbose)
+    init_point = find_init_point(settings.init_from, values, factory.algo_class) if settings.init_from else None
+    values["init_from"] = init_point.pinned if init_point is not None else None  # recorded: the model used
     config = OmegaConf.create(values)
     resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
-    return RunPlan(config, settings, hardware, factory, spec, representation, policy, logging, resume_point)
+    return RunPlan(config, settings, hardware, factory, spec, representation, policy, logging, resume_point, init_point)
 
 
 def _resolved(cfg: DictConfig) -> dict[str, Any]:
@@ -98,5 +112,9 @@ def _resolved(cfg: DictConfig) -> dict[str, Any]:
 
 def _log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:
     formats = check_formats(logger_values.get("formats", []), verbose)
-    wandb = logger_values.get("wandb")
-    return LogPlan(formats, WandbSettings.from_values(wandb) if wandb else None)
+    wandb, visdom = logger_values.get("wandb"), logger_values.get("visdom")
+    return LogPlan(
+        formats,
+        WandbSettings.from_values(wandb) if wandb else None,
+        VisdomSettings.from_values(visdom) if visdom else None,
+    )

@@ -2,14 +2,17 @@
 
 Runs are found by their ``config.yaml`` and grouped by their resolved config, never by folder names: the env id, the
 algorithm class, the srl_model, and any other config value that differs between the runs of that (env, algo) pair
-(``algo.learning_rate`` in a sweep, say). Seeds, paths, budgets and keys that do not change learning are ignored.
+(``algo.learning_rate`` in a sweep, say). Seeds, paths (an encoder's folder), devices, budgets and keys that do not
+change learning are ignored, and so are keys that follow the representation (``env.render_size`` follows
+``srl_model.height``, ``normalize`` follows ``srl_model.normalize``): a key whose value is the same for every run of
+one representation does not split that representation's runs from the others'.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,16 +20,19 @@ from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
-from scipy import stats
 
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import RunDir
 
 # Config keys that do not make runs different experiments (prefixes end with a dot).
 IGNORED_KEYS = (
-    "seed", "run_dir", "total_timesteps", "verbose", "progress_bar", "checkpoint_freq", "test_episodes",
-    "deterministic_test", "vec_env", "resume", "hardware.", "logger.",
+    "seed", "run_dir", "total_timesteps", "total_episodes", "verbose", "progress_bar", "checkpoint_freq",
+    "test_episodes", "max_test_steps", "deterministic_test", "vec_env", "resume", "hardware.", "logger.",
+    "srl_model.checkpoint",
+    "srl_model.vec_wrapper.checkpoint",
 )  # fmt: skip
+IGNORED_SUFFIXES = (".device",)  # where a network runs (srl_model.vec_wrapper.device follows hardware.device)
+DONE, FAILED, UNFINISHED = "done", "failed", "unfinished"
 
 
 @dataclass
@@ -44,6 +50,17 @@ class RunResult:
     returns: np.ndarray
     finished: bool
     per_episode: bool = True
+    failed: bool = False
+
+    @property
+    def status(self) -> str:
+        """``done`` (``metrics.json``), ``failed`` (``error.txt``, no metrics) or ``unfinished`` (training, stopped)."""
+        return DONE if self.finished else FAILED if self.failed else UNFINISHED
+
+    @property
+    def scored(self) -> bool:
+        """Whether it counts in scores and curves: it did not fail and has a complete training episode."""
+        return not self.failed and len(self.returns) > 0
 
     @property
     def env(self) -> str:
@@ -94,6 +111,7 @@ class Group:
     variant: tuple[str, ...] = ()
     srl_variant: tuple[str, ...] = ()
     runs: list[RunResult] = field(default_factory=list)
+    implied: tuple[str, ...] = ()  # key=value of the keys that follow its representation (not compared apart)
 
     @property
     def algo_name(self) -> str:
@@ -105,9 +123,20 @@ class Group:
         return f"{self.algo_name} / {self.srl_model}" + (f" ({extra})" if extra else "")
 
     @property
+    def scored_runs(self) -> list[RunResult]:
+        """The runs that count in its scores and curves (see :attr:`RunResult.scored`)."""
+        return [run for run in self.runs if run.scored]
+
+    @property
     def common_budget(self) -> int:
-        """The agent steps that all its runs reached (their budget, or less for runs still training)."""
-        return min(run.budget if run.finished else run.reached for run in self.runs)
+        """The agent steps that all its scored runs reached (their budget, or less for runs still training); 0 when
+        none has a training episode."""
+        return min((run.budget if run.finished else run.reached for run in self.scored_runs), default=0)
+
+    def status_counts(self) -> dict[str, int]:
+        """Runs per status (done, failed, unfinished), statuses without runs left out."""
+        counts = Counter(run.status for run in self.runs)
+        return {status: counts[status] for status in (DONE, UNFINISHED, FAILED) if counts[status]}
 
 
 def find_runs(folder: str | Path) -> list[RunDir]:
@@ -167,13 +196,23 @@ def read_run(run: RunDir) -> RunResult:
     """The training episodes of ``run``: from its Monitor files, else from ``returns100.csv``."""
     config = run.read_config()
     files = run.monitor_files()
+    finished = run.is_finished()
+    failed = run.error.is_file() and not finished
     if files:
         ends, returns = monitor_episodes(files, int(config.get("n_envs", len(files))))
-        return RunResult(run.path, config, ends, returns, run.is_finished())
+        return RunResult(run.path, config, ends, returns, finished, failed=failed)
     if run.returns100.is_file():
         ends, returns = returns100_points(run.returns100)
-        return RunResult(run.path, config, ends, returns, run.is_finished(), per_episode=False)
-    return RunResult(run.path, config, np.zeros(0, np.int64), np.zeros(0), run.is_finished())
+        return RunResult(run.path, config, ends, returns, finished, per_episode=False, failed=failed)
+    return RunResult(run.path, config, np.zeros(0, np.int64), np.zeros(0), finished, failed=failed)
+
+
+def failure(run: RunResult) -> str:
+    """The last line of a failed run's ``error.txt`` (empty for a run that did not fail)."""
+    if not run.failed:
+        return ""
+    lines = RunDir(run.path).error.read_text().strip().splitlines()
+    return lines[-1] if lines else "?"
 
 
 def _flat(config: DictConfig) -> dict[str, Any]:
@@ -188,7 +227,11 @@ def _flat(config: DictConfig) -> dict[str, Any]:
             flat[prefix[:-1]] = repr(node) if isinstance(node, list) else node
 
     walk(OmegaConf.to_container(config, resolve=True), "")
-    return {k: v for k, v in flat.items() if not any(k == i or k.startswith(i) for i in IGNORED_KEYS if i)}
+    return {k: v for k, v in flat.items() if not _ignored(k)}
+
+
+def _ignored(key: str) -> bool:
+    return key.endswith(IGNORED_SUFFIXES) or any(key == i or key.startswith(i) for i in IGNORED_KEYS if i)
 
 
 def _differing(configs: Iterable[dict[str, Any]], keep: Any) -> list[str]:
@@ -197,8 +240,29 @@ def _differing(configs: Iterable[dict[str, Any]], keep: Any) -> list[str]:
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
 
+def _representation(flat: dict[str, Any]) -> str:
+    """What identifies a run's representation: its srl_model values."""
+    return repr(sorted((k, repr(v)) for k, v in flat.items() if k.startswith("srl_model.")))
+
+
+def implied_keys(flat: Sequence[dict[str, Any]], keys: Iterable[str]) -> list[str]:
+    """The ``keys`` that follow the representation: runs of two or more representations, and within each one
+    representation a single value of the key (``env.render_size`` following ``srl_model.height``)."""
+    by_representation: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for values in flat:
+        by_representation[_representation(values)].append(values)
+    if len(by_representation) < 2:
+        return []
+    return [
+        key
+        for key in keys
+        if all(len({repr(values.get(key)) for values in runs}) == 1 for runs in by_representation.values())
+    ]
+
+
 def group_runs(results: Sequence[RunResult]) -> list[Group]:
-    """Group runs by env, algorithm class, srl_model and the other config values that differ between them."""
+    """Group runs by env, algorithm class, srl_model and the other config values that differ between them (keys that
+    follow the representation apart: :func:`implied_keys`)."""
     flat = [_flat(r.config) for r in results]
     by_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, result in enumerate(results):
@@ -206,6 +270,8 @@ def group_runs(results: Sequence[RunResult]) -> list[Group]:
     groups: dict[tuple[Any, ...], Group] = {}
     for (env, algo), members in by_pair.items():
         algo_keys = _differing((flat[i] for i in members), lambda k: not k.startswith("srl_model."))
+        implied = implied_keys([flat[i] for i in members], algo_keys)
+        algo_keys = [k for k in algo_keys if k not in implied]
         by_srl: dict[str, list[int]] = defaultdict(list)
         for i in members:
             by_srl[results[i].srl_model].append(i)
@@ -215,81 +281,12 @@ def group_runs(results: Sequence[RunResult]) -> list[Group]:
                 variant = tuple(f"{k}={flat[i].get(k)}" for k in algo_keys)
                 srl_variant = tuple(f"{k}={flat[i].get(k)}" for k in srl_keys)
                 key = (env, algo, srl, variant, srl_variant)
-                groups.setdefault(key, Group(env, algo, srl, variant, srl_variant)).runs.append(results[i])
+                group = groups.setdefault(key, Group(env, algo, srl, variant, srl_variant))
+                group.implied = tuple(f"{k}={flat[i].get(k)}" for k in implied)
+                group.runs.append(results[i])
     for group in groups.values():
         group.runs.sort(key=lambda r: (r.seed, str(r.path)))
     return sorted(groups.values(), key=lambda g: (g.env, g.algo_name, g.srl_model, g.variant, g.srl_variant))
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the results table: a group's score at one budget, and the test against the baseline."""
-
-    group: Group
-    budget: int
-    scores: tuple[float, ...]
-    p_value: float = math.nan
-    is_baseline: bool = False
-
-    @property
-    def n(self) -> int:
-        return len(self.scores)
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.scores)) if self.scores else math.nan
-
-    @property
-    def se(self) -> float:
-        """Standard error of the mean over seeds (sample std / sqrt(n)); NaN with fewer than 2 seeds."""
-        return float(np.std(self.scores, ddof=1) / math.sqrt(self.n)) if self.n > 1 else math.nan
-
-
-def welch_p_value(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided Welch t-test p-value (unequal variances); NaN with fewer than 2 values in either sample."""
-    if len(a) < 2 or len(b) < 2:
-        return math.nan
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
-
-
-def is_baseline(group: Group, baseline: str | None) -> bool:
-    """Whether ``group`` is a baseline: ``baseline`` names its srl_model, or its algorithm (any case)."""
-    return baseline is not None and baseline in (group.srl_model, group.algo_name.lower(), group.algo_name)
-
-
-def _compared_within(row: Row, by_algo: bool) -> tuple[Any, ...]:
-    """What a row shares with its baseline: the env, the budget and the algorithm (or the srl_model)."""
-    group = row.group
-    same = (group.srl_model, group.srl_variant) if by_algo else (group.algo, group.variant)
-    return (group.env, row.budget, *same)
-
-
-def results_table(
-    groups: Sequence[Group], budgets: Sequence[int] | None, baseline: str | None, last: int = 100
-) -> list[Row]:
-    """Rows (group, budget) with the seeds that reached the budget, sorted by env, budget, then mean (best first).
-
-    :param budgets: agent steps; None: each group's :attr:`Group.common_budget`.
-    :param baseline: an srl_model (p-values against it within each env, algorithm and budget) or an algorithm
-        (within each env, srl_model and budget); a row without exactly one baseline row to compare with has none.
-    :param last: episodes averaged for a run's score.
-    """
-    rows = []
-    for group in groups:
-        for budget in budgets or [group.common_budget]:
-            scores = tuple(s for r in group.runs if r.reached >= budget and not math.isnan(s := r.score(budget, last)))
-            if scores:
-                rows.append(Row(group, budget, scores, is_baseline=is_baseline(group, baseline)))
-    by_algo = baseline is not None and not any(g.srl_model == baseline for g in groups)
-    tested = []
-    for row in rows:
-        key = _compared_within(row, by_algo)
-        matches = [other for other in rows if other.is_baseline and _compared_within(other, by_algo) == key]
-        p_value = math.nan
-        if len(matches) == 1 and not row.is_baseline:
-            p_value = welch_p_value(row.scores, matches[0].scores)
-        tested.append(Row(row.group, row.budget, row.scores, p_value, row.is_baseline))
-    return sorted(tested, key=lambda r: (r.group.env, r.budget, -r.mean if r.n else math.inf, r.group.label))
 
 
 @dataclass(frozen=True)
@@ -319,7 +316,7 @@ def learning_curve(group: Group, x: str = "timesteps", smooth: int = 100, points
 
     :param x: ``timesteps`` (agent steps summed over envs) or ``episodes``; the grid has ``points`` values.
     """
-    runs = [r for r in group.runs if len(r.returns)]
+    runs = group.scored_runs
     columns = []
     for run in runs:
         if x == "episodes":  # a returns100 row stands for 100 episodes

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecNormalize
 
-# Keys that may differ between a run and its resumption: where it is, and how chatty.
-NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar")
+# Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be.
+NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps")
+# Keys a run dir written before they existed lacks: not compared when the saved config has none.
+ADDED_KEYS = ("total_episodes", "max_test_steps", "env.observation")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class ResumePoint:
     timesteps: int
     log_lines: dict[str, int] = field(default_factory=dict)  # run-dir relative path -> lines to keep
     pending_returns: list[float] = field(default_factory=list)  # returns100's episodes not yet written
+    elapsed: float = 0.0  # seconds the run had trained (its clock: monitor t, time/time_elapsed go on from here)
 
     @property
     def model(self) -> Path:
@@ -46,11 +49,15 @@ class ResumePoint:
         return path if path.is_file() else None
 
 
-def log_state(run: RunDir, pending_returns: list[float]) -> dict[str, Any]:
-    """The resume state of ``run``'s logs now: line counts of monitor files, returns100.csv and progress.csv."""
+def log_state(run: RunDir, pending_returns: list[float], elapsed: float | None = None) -> dict[str, Any]:
+    """The resume state of ``run``'s logs now: line counts of monitor files, returns100.csv and progress.csv (and
+    ``elapsed``, the seconds the run has trained)."""
     files = [*run.monitor_files(), run.returns100, run.progress]
     lines = {str(path.relative_to(run.path)): _count_lines(path) for path in files if path.is_file()}
-    return {"log_lines": lines, "pending_returns": list(pending_returns)}
+    state: dict[str, Any] = {"log_lines": lines, "pending_returns": list(pending_returns)}
+    if elapsed is not None:
+        state["elapsed_seconds"] = round(elapsed, 6)
+    return state
 
 
 def _count_lines(path: Path) -> int:
@@ -71,7 +78,7 @@ def _differences(saved: DictConfig, current: DictConfig) -> list[str]:
 
     a = flat(OmegaConf.to_container(saved, resolve=True))
     b = flat(OmegaConf.to_container(current, resolve=True))
-    keys = sorted((a.keys() | b.keys()) - set(NOT_COMPARED))
+    keys = sorted((a.keys() | b.keys()) - set(NOT_COMPARED) - (set(ADDED_KEYS) - a.keys()))
     return [f"{k}: saved {a.get(k, '<absent>')!r}, now {b.get(k, '<absent>')!r}" for k in keys if a.get(k) != b.get(k)]
 
 
@@ -102,7 +109,10 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     newest = checkpoints[-1]
     state_file = newest / CHECKPOINT_STATE
     state = json.loads(state_file.read_text()) if state_file.is_file() else {}
-    return ResumePoint(newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []))
+    return ResumePoint(
+        newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
+        float(state.get("elapsed_seconds", 0.0)),
+    )  # fmt: skip
 
 
 def training_seed(seed: int, point: ResumePoint | None) -> int:
@@ -159,7 +169,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
         raise ConfigError(f"resume={run_dir}: overrides conflict with the run's saved config: {'; '.join(conflicts)}")
     saved.run_dir = str(run_dir)
     saved.resume = None
-    for key in ("verbose", "progress_bar"):
+    for key in ("verbose", "progress_bar", "max_test_steps"):
         if any(o.split("=", 1)[0] == key for o in overrides):
             saved[key] = composed[key]
     return saved

@@ -12,6 +12,9 @@ A run directory holds::
     test_returns.csv       one row per test episode: episode,return,length
     resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
     error.txt              the error of a sweep job that failed
+    models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
+    returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
+    test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
     metrics.json           summary; written last, so its presence means the run finished
 """
 
@@ -51,6 +54,9 @@ CHECKPOINT_STATE = "state.json"
 RESUMES = "resumes.csv"
 ERROR = "error.txt"
 ENJOY = "enjoy"
+LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
+AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
+AGENT_TEST_RETURNS = "test_returns_agents.csv"
 
 
 def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
@@ -92,8 +98,12 @@ def load_obs_norm(path: Path) -> ObsNorm:
 
 def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
     """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
-    with atomic_path(folder / MODEL) as tmp:
-        model.save(tmp)
+    try:
+        with atomic_path(folder / MODEL) as tmp:
+            model.save(tmp)
+    except OSError as error:  # a full disk ...: name the file (torch's writes carry no file name)
+        error.filename = error.filename or str(folder / MODEL)
+        raise
     if normalizer is not None:
         save_obs_norm(folder / OBS_NORM, normalizer)
 
@@ -220,6 +230,9 @@ class RunDir:
             if final.exists():
                 shutil.rmtree(final)
             os.replace(staging, final)
+        except OSError as error:  # a full disk ...: name the checkpoint, not its staging folder
+            error.filename = str(final)
+            raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return final
@@ -237,3 +250,28 @@ class RunDir:
 
     def read_metrics(self) -> dict[str, float]:
         return dict(json.loads(self.metrics.read_text()))
+
+    def learner_dir(self, name: str, steps: int | None = None) -> Path:
+        """A multi-agent run's folder of learner ``name`` (final, or in the checkpoint at ``steps``)."""
+        return (self.path if steps is None else self.checkpoint(steps)) / LEARNERS / name
+
+    def learner_model(self, name: str, steps: int | None = None) -> Path:
+        return self.learner_dir(name, steps) / MODEL
+
+    def agent_returns100(self, agent: str) -> Path:
+        """A multi-agent run's returns100 of one agent key."""
+        return self.path / AGENT_RETURNS100 / f"{agent}.csv"
+
+    def agent_returns100_files(self) -> dict[str, Path]:
+        """Every agent key's returns100 file (empty for a single-agent run)."""
+        folder = self.path / AGENT_RETURNS100
+        return {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+
+    def write_agent_test_returns(self, returns: dict[str, Sequence[float]]) -> None:
+        """Write one row per test episode of a multi-agent run: ``episode,<agent>,...``."""
+        keys = list(returns)
+        rows = [",".join(["episode", *keys])] + [
+            ",".join([str(i)] + [f"{returns[k][i]:.6g}" for k in keys])
+            for i in range(len(returns[keys[0]]) if keys else 0)
+        ]
+        atomic_write_text(self.path / AGENT_TEST_RETURNS, "\n".join(rows) + "\n")

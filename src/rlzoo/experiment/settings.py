@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from rlzoo.schema import at_least, parse
 
-GROUPS = ("algo", "env", "srl_model", "hardware", "logger")
+GROUPS = ("algo", "env", "srl_model", "hardware", "logger", "multiagent")
 
 
 @dataclass(frozen=True)
@@ -17,15 +17,18 @@ class RunSettings:
     run_dir: str
     seed: int = field(default=0, metadata=at_least(0))
     total_timesteps: int = field(default=100_000, metadata=at_least(1))
+    total_episodes: int | None = field(default=None, metadata=at_least(1))
     n_envs: int = field(default=1, metadata=at_least(1))
     vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
     normalize: bool = True
     checkpoint_freq: int = field(default=25_000, metadata=at_least(0))
     test_episodes: int = field(default=100, metadata=at_least(0))
     deterministic_test: bool = True
-    progress_bar: bool = False
+    max_test_steps: int = field(default=10_000, metadata=at_least(1))
+    progress_bar: bool | Literal["auto"] = "auto"
     verbose: Literal[0, 1, 2] = 1
     resume: str | None = None
+    init_from: str | None = None
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> RunSettings:

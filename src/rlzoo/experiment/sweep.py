@@ -5,7 +5,9 @@ number (``0/``, ``1/`` ...; each with Hydra's ``.hydra/overrides.yaml``), Submit
 and the summary. The :class:`SweepSummary` Hydra callback rewrites the summary after every job (in the job's
 process, so it also works on Slurm and when a job fails) and prints it when the sweep ends. Job status: ``done``,
 ``resumed`` (done after at least one resume), ``failed`` (its error is in the run dir's ``error.txt``), or
-``unfinished`` (running, queued, or killed).
+``unfinished`` (running, queued, or killed). A failed job's error is recorded by the job itself (the task function
+returns normally), so Hydra prints no traceback; the sweep's last line is ``N jobs: a done, b failed (see
+<sweep dir>/summary.md)`` and its exit status is non-zero when a job failed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import io
 import json
 import math
 import re
+import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,7 +59,7 @@ def _job_row(folder: Path) -> JobRow:
     overrides_file = folder / OVERRIDES
     overrides: list[Any] = list(OmegaConf.load(overrides_file)) if overrides_file.is_file() else []
     metrics: dict[str, Any] = json.loads(run.metrics.read_text()) if run.is_finished() else {}
-    error = run.error.read_text().strip().splitlines()[-1] if run.error.is_file() and not metrics else ""
+    error = error_line(run.error.read_text()) if run.error.is_file() and not metrics else ""
     finished_status = "resumed" if run.resumes() else "done"
     status = finished_status if metrics else ("failed" if error else "unfinished")
     return JobRow(
@@ -71,6 +74,21 @@ def _job_row(folder: Path) -> JobRow:
     )
 
 
+def error_line(text: str) -> str:
+    """The first line of the error a traceback ends with (``rlzoo.errors.ConfigError: env.id=...``), whole."""
+    lines = text.strip().splitlines()
+    start = 0
+    for i, line in enumerate(lines):
+        if line.startswith((" ", "\t", "Traceback")):
+            start = i + 1
+    return lines[start] if start < len(lines) else (lines[-1] if lines else "")
+
+
+def record_failure(run_dir: Path, error: BaseException) -> None:
+    """Write a failed job's traceback to its run dir's ``error.txt`` (what the summary reads)."""
+    atomic_write_text(RunDir(run_dir).error, "".join(traceback.format_exception(error)))
+
+
 def sweep_rows(sweep_dir: Path) -> list[JobRow]:
     """Every job dir of ``sweep_dir`` (a folder with ``.hydra/overrides.yaml``), in job-number order."""
     folders = [p for p in sweep_dir.iterdir() if p.is_dir() and (p / OVERRIDES).is_file()] if sweep_dir.is_dir() else []
@@ -79,10 +97,10 @@ def sweep_rows(sweep_dir: Path) -> list[JobRow]:
 
 
 def markdown_table(rows: list[JobRow]) -> str:
-    """The rows as an aligned Markdown table (errors shortened; the CSV has them whole)."""
+    """The rows as an aligned Markdown table (a failed job's status holds the first line of its error, whole)."""
     header = ["job", "overrides", "status", "test return", "steps", "wall s", "run dir"]
     cells = [
-        [r.job, r.overrides, r.status + (f": {r.error[:60]}" if r.error else ""), _number(r.test_return, ".2f"),
+        [r.job, r.overrides, _status(r), _number(r.test_return, ".2f"),
          str(r.steps) if r.steps else "-", _number(r.wall_seconds, ".1f"), r.run_dir]
         for r in rows
     ]  # fmt: skip
@@ -94,9 +112,18 @@ def markdown_table(rows: list[JobRow]) -> str:
         return "| " + " | ".join(padded) + " |"
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if i in right else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(header), rule, *(line(c) for c in cells), "", counts_line(rows)]) + "\n"
+
+
+def _status(row: JobRow) -> str:
+    return row.status + (f": {row.error}".replace("|", "\\|") if row.error else "")
+
+
+def counts_line(rows: list[JobRow]) -> str:
+    """``N jobs: a done, b failed`` (resumed and unfinished jobs named when there are any)."""
     counts = {s: sum(r.status == s for r in rows) for s in ("done", "resumed", "failed", "unfinished")}
-    total = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return "\n".join([line(header), rule, *(line(c) for c in cells), "", f"{len(rows)} jobs: {total or 'none'}"]) + "\n"
+    total = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("done", "failed"))
+    return f"{len(rows)} jobs: {total}"
 
 
 def _number(value: float, spec: str) -> str:
@@ -138,12 +165,20 @@ class SweepSummary(Callback):
             return
         if job_return.status == JobStatus.FAILED:
             error = job_return._return_value
-            text = "".join(traceback.format_exception(error)) if isinstance(error, BaseException) else str(error)
-            run = RunDir(Path(hydra_cfg.runtime.output_dir))
-            atomic_write_text(run.error, text)
+            run_dir = Path(hydra_cfg.runtime.output_dir)
+            if isinstance(error, BaseException):
+                record_failure(run_dir, error)
+            else:
+                atomic_write_text(RunDir(run_dir).error, str(error))
         write_summary(Path(hydra_cfg.sweep.dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Print the summary; the last line counts the jobs and, when one failed, the sweep exits non-zero with it."""
         sweep_dir = Path(config.hydra.sweep.dir)
         rows = write_summary(sweep_dir)
-        print(f"rlzoo: sweep summary ({sweep_dir / SUMMARY_CSV}):\n{markdown_table(rows)}")
+        table = markdown_table(rows).rstrip("\n").rsplit("\n\n", 1)[0]
+        print(f"rlzoo: sweep summary ({sweep_dir / SUMMARY_CSV}):\n{table}\n", flush=True)
+        last = f"rlzoo.train: {counts_line(rows)} (see {sweep_dir / SUMMARY_MD})"
+        if any(r.status == "failed" for r in rows):
+            sys.exit(last)
+        print(last)

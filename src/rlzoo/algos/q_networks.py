@@ -1,0 +1,213 @@
+"""The Q-networks of the DQN family: plain or dueling heads, linear or noisy layers, values or value distributions.
+
+The modules sit in an SB3 policy (:class:`QPolicy`) so that a model saves, loads and predicts as any SB3 one does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor, NatureCNN
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from torch import nn
+
+
+class NoisyLinear(nn.Module):
+    """A linear layer with learned factorised Gaussian noise on its weights (Fortunato et al., 2018, "Noisy Networks
+    for Exploration"): fresh noise at every forward pass in training mode, the mean weights in eval mode.
+
+    :param std_init: sigma0; the noise scales start at sigma0 / √in_features.
+    """
+
+    def __init__(self, in_features: int, out_features: int, std_init: float) -> None:
+        super().__init__()
+        bound = 1 / math.sqrt(in_features)
+        self.weight_mu = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), std_init * bound))
+        self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        self.bias_sigma = nn.Parameter(torch.full((out_features,), std_init * bound))
+
+    @staticmethod
+    def _noise(size: int, device: torch.device) -> torch.Tensor:
+        noise = torch.randn(size, device=device)
+        return noise.sign() * noise.abs().sqrt()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return nn.functional.linear(x, self.weight_mu, self.bias_mu)
+        out_noise = self._noise(self.weight_mu.shape[0], x.device)
+        in_noise = self._noise(self.weight_mu.shape[1], x.device)
+        weight = self.weight_mu + self.weight_sigma * torch.outer(out_noise, in_noise)
+        return nn.functional.linear(x, weight, self.bias_mu + self.bias_sigma * out_noise)
+
+
+def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Module:
+    return nn.Linear(n_in, n_out) if noisy_std is None else NoisyLinear(n_in, n_out, noisy_std)
+
+
+def _hidden(sizes: list[int], activation: type[nn.Module], noisy_std: float | None) -> nn.Sequential:
+    """Layers ``sizes[0] → sizes[1] → ... → sizes[-1]``, each followed by the activation."""
+    layers: list[nn.Module] = []
+    for n_in, n_out in itertools.pairwise(sizes):
+        layers += [_linear(n_in, n_out, noisy_std), activation()]
+    return nn.Sequential(*layers)
+
+
+class QModule(nn.Module):
+    """Observation → features → hidden layers (``net_arch``) → Q-values (batch, actions), or atom logits
+    (batch, actions, atoms) when ``n_atoms > 1``.
+
+    :param dueling: value and advantage outputs on the last hidden layer, Q = V + A - mean(A) (Wang et al., 2016).
+    :param noisy_std: sigma0 of noisy layers (hidden and output layers), or None for plain linear layers.
+    :param n_atoms: atoms of each action's value distribution (1: plain Q-values).
+    """
+
+    def __init__(
+        self,
+        features_extractor: BaseFeaturesExtractor,
+        observation_space: spaces.Space,
+        n_actions: int,
+        net_arch: list[int],
+        activation_fn: type[nn.Module],
+        normalize_images: bool,
+        dueling: bool,
+        noisy_std: float | None,
+        n_atoms: int,
+    ) -> None:
+        super().__init__()
+        self.features_extractor = features_extractor
+        self.observation_space = observation_space
+        self.normalize_images = normalize_images
+        self.n_actions, self.n_atoms = n_actions, n_atoms
+        sizes = [features_extractor.features_dim, *net_arch]
+        self.hidden = _hidden(sizes, activation_fn, noisy_std)
+        self.advantage = _linear(sizes[-1], n_actions * n_atoms, noisy_std)
+        self.value = _linear(sizes[-1], n_atoms, noisy_std) if dueling else None
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        obs = preprocess_obs(observations, self.observation_space, normalize_images=self.normalize_images)
+        features = self.hidden(self.features_extractor(obs))
+        out = self.advantage(features).view(-1, self.n_actions, self.n_atoms)
+        if self.value is not None:
+            out = self.value(features).view(-1, 1, self.n_atoms) + out - out.mean(dim=1, keepdim=True)
+        return out.squeeze(-1) if self.n_atoms == 1 else out
+
+
+class QPolicy(BasePolicy):
+    """The SB3 policy of the DQN family: ``q_net`` and its target ``q_net_target``; acts greedily on expected values.
+
+    Keyword arguments as SB3's DQN policy (``net_arch``, ``activation_fn``, ``features_extractor_class`` ...), plus
+    the head's shape, which the algorithm sets from its own keywords (``dueling``, ``noisy_std``, ``n_atoms``,
+    ``v_min``, ``v_max``).
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Discrete,
+        lr_schedule: Schedule,
+        net_arch: list[int] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        optimizer_class: type[torch.optim.Optimizer] = torch.optim.Adam,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        dueling: bool = False,
+        noisy_std: float | None = None,
+        n_atoms: int = 1,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor_class,
+            features_extractor_kwargs,
+            normalize_images=normalize_images,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+        )
+        default_arch = [] if features_extractor_class is NatureCNN else [64, 64]
+        self.net_arch = default_arch if net_arch is None else list(net_arch)
+        self.activation_fn = activation_fn
+        self.head: dict[str, Any] = {"dueling": dueling, "noisy_std": noisy_std, "n_atoms": n_atoms}
+        self.v_min, self.v_max = v_min, v_max
+        self.q_net = self._make_q_net()
+        self.q_net_target = self._make_q_net()
+        self._noisy_layers = [m for m in self.q_net.modules() if isinstance(m, NoisyLinear)]
+        self.q_net_target.load_state_dict(self.q_net.state_dict())
+        self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms))
+        self.optimizer = optimizer_class(self.q_net.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
+
+    def _make_q_net(self) -> QModule:
+        assert isinstance(self.action_space, spaces.Discrete)
+        return QModule(
+            self.make_features_extractor(),
+            self.observation_space,
+            int(self.action_space.n),
+            self.net_arch,
+            self.activation_fn,
+            self.normalize_images,
+            **self.head,
+        )
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            net_arch=self.net_arch,
+            activation_fn=self.activation_fn,
+            features_extractor_class=self.features_extractor_class,
+            features_extractor_kwargs=self.features_extractor_kwargs,
+            v_min=self.v_min,
+            v_max=self.v_max,
+            **self.head,
+        )
+        return data
+
+    def q_values(self, observations: torch.Tensor) -> torch.Tensor:
+        """Expected Q-values (batch, actions) of the online network, in its current mode."""
+        out = self.q_net(observations)
+        return out if self.head["n_atoms"] == 1 else (out.softmax(-1) * self.support).sum(-1)
+
+    def forward(self, obs: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
+        return self._predict(obs, deterministic)
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
+        """Greedy actions; with noisy layers, exploring (``deterministic=False``) samples their noise."""
+        assert isinstance(observation, torch.Tensor)
+        if not self._noisy_layers:
+            return self.q_values(observation).argmax(dim=1)
+        with self.noise(not deterministic):
+            return self.q_values(observation).argmax(dim=1)
+
+    @contextlib.contextmanager
+    def noise(self, on: bool) -> Iterator[None]:
+        """Noisy layers sample noise inside this block when ``on`` (they act on their mean weights otherwise)."""
+        layers = self._noisy_layers
+        modes = [layer.training for layer in layers]
+        for layer in layers:
+            layer.training = on
+        try:
+            yield
+        finally:
+            for layer, mode in zip(layers, modes, strict=True):
+                layer.training = mode
+
+    def set_training_mode(self, mode: bool) -> None:
+        """Train or eval mode for the network (and its target, whose noisy layers sample noise in training too);
+        a no-op when the mode does not change (``predict`` sets eval mode at every step)."""
+        if self.training == mode and self.q_net.training == mode:
+            return
+        self.q_net.train(mode)
+        if self._noisy_layers:
+            self.q_net_target.train(mode)
+        self.training = mode

@@ -1,0 +1,159 @@
+"""Replay for the DQN family: SB3's buffers, a proportional prioritized buffer, and one batch type for both.
+
+Prioritized experience replay (Schaul et al., 2016, "Prioritized Experience Replay"), proportional variant: a
+transition is drawn with probability p_i^alpha / Σ p^alpha, where p_i = |TD error| + ε, and its loss is weighted by the
+importance-sampling weight (N·P(i))^(-β) / max over the batch, β annealed to 1 over training by the algorithm.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.vec_env import VecNormalize
+
+
+class SumTree:
+    """A binary tree whose every node holds the sum of its children: O(log n) updates and proportional draws,
+    vectorised over a batch with numpy."""
+
+    def __init__(self, size: int) -> None:
+        self.capacity = 1 << max(size - 1, 0).bit_length()
+        self.nodes = np.zeros(2 * self.capacity)
+
+    @property
+    def total(self) -> float:
+        return float(self.nodes[1])
+
+    def __getitem__(self, leaves: np.ndarray) -> np.ndarray:
+        return self.nodes[leaves + self.capacity]
+
+    def __setitem__(self, leaves: np.ndarray, values: np.ndarray) -> None:
+        nodes = np.asarray(leaves) + self.capacity
+        self.nodes[nodes] = values
+        for _ in range(self.capacity.bit_length() - 1):  # leaves to root, one level at a time
+            nodes //= 2  # a parent listed twice gets the same sum twice
+            self.nodes[nodes] = self.nodes[2 * nodes] + self.nodes[2 * nodes + 1]
+
+    def find(self, masses: np.ndarray) -> np.ndarray:
+        """The leaves where the cumulative sum first exceeds each of ``masses`` (each in [0, total))."""
+        nodes = np.ones(len(masses), dtype=np.int64)
+        masses = masses.copy()
+        while nodes[0] < self.capacity:
+            left = self.nodes[2 * nodes]
+            right = masses >= left
+            masses -= left * right
+            nodes = 2 * nodes + right
+        return nodes - self.capacity
+
+
+class Batch(NamedTuple):
+    """A training batch: n-step transitions, their bootstrap discounts and importance-sampling weights."""
+
+    observations: torch.Tensor
+    actions: torch.Tensor
+    next_observations: torch.Tensor
+    dones: torch.Tensor  # (batch,): 1 where the n-step window ended in a terminal state
+    rewards: torch.Tensor  # (batch,): discounted n-step reward sums
+    discounts: torch.Tensor  # (batch,): gamma^k for a window of k steps
+    weights: torch.Tensor  # (batch,): importance-sampling weights (ones for uniform replay)
+    indices: np.ndarray | None  # the drawn transitions, for priority updates (None for uniform replay)
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """Proportional prioritized replay with n-step returns, on SB3's ``ReplayBuffer`` storage.
+
+    :param alpha: how much prioritisation is used (0: uniform).
+    :param epsilon: added to |TD error| so that no transition becomes impossible to draw.
+    :param n_steps: transitions are n-step: rewards summed over up to ``n_steps`` steps of one episode.
+    :param gamma: the discount of those sums.
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        *args: Any,
+        alpha: float = 0.5,
+        epsilon: float = 1e-6,
+        n_steps: int = 1,
+        gamma: float = 0.99,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(buffer_size, *args, **kwargs)
+        self.alpha, self.epsilon, self.n_steps, self.gamma = alpha, epsilon, n_steps, gamma
+        self.tree = SumTree(self.buffer_size * self.n_envs)
+        self.max_priority = 1.0
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        rows = self.pos * self.n_envs + np.arange(self.n_envs)
+        self.tree[rows] = self.max_priority**self.alpha  # new transitions are drawn at least once, likely soon
+        super().add(*args, **kwargs)
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
+        """A prioritized draw with full importance-sampling correction (β = 1); see :meth:`sample_prioritized`."""
+        return self.sample_prioritized(batch_size, beta=1.0, env=env)
+
+    def sample_prioritized(self, batch_size: int, beta: float, env: VecNormalize | None = None) -> Batch:
+        """Draw ``batch_size`` transitions in proportion to their priorities (stratified over equal mass segments)."""
+        total = self.tree.total
+        masses = (np.arange(batch_size) + np.random.uniform(size=batch_size)) * total / batch_size
+        size = (self.buffer_size if self.full else self.pos) * self.n_envs
+        flat = np.minimum(self.tree.find(np.minimum(masses, np.nextafter(total, 0))), size - 1)  # float round-off
+        weights = (size * self.tree[flat] / total) ** -beta
+        return self._batch(flat // self.n_envs, flat % self.n_envs, weights / weights.max(), flat, env)
+
+    def update_priorities(self, indices: np.ndarray, errors: np.ndarray) -> None:
+        """Set the priorities of drawn transitions from their new absolute TD errors (or losses)."""
+        priorities = np.abs(errors) + self.epsilon
+        self.max_priority = max(self.max_priority, float(priorities.max()))
+        self.tree[indices] = priorities**self.alpha
+
+    def _batch(
+        self, rows: np.ndarray, envs: np.ndarray, weights: np.ndarray, flat: np.ndarray, env: VecNormalize | None
+    ) -> Batch:
+        """n-step transitions starting at (``rows``, ``envs``): a window stops at an episode end or the newest row."""
+        offsets = np.arange(self.n_steps)
+        steps = (rows[:, None] + offsets) % self.buffer_size
+        column = envs[:, None]
+        ends = np.logical_or(self.dones[steps, column], self.timeouts[steps, column])
+        ends |= steps == (self.pos - 1) % self.buffer_size  # the row after the newest holds older data
+        last = np.where(ends.any(axis=1), ends.argmax(axis=1), self.n_steps - 1)
+        within = offsets <= last[:, None]
+        rewards = self._normalize_reward(self.rewards[steps, column], env)
+        returns = (rewards * self.gamma**offsets * within).sum(axis=1)
+        final = steps[np.arange(len(rows)), last]
+        dones = self.dones[final, envs] * (1 - self.timeouts[final, envs])
+        to = self.to_torch
+        return Batch(
+            to(self._normalize_obs(self.observations[rows, envs], env)),  # type: ignore[arg-type]
+            to(self.actions[rows, envs]),
+            to(self._normalize_obs(self.next_observations[final, envs], env)),  # type: ignore[arg-type]
+            to(dones.astype(np.float32)),
+            to(returns.astype(np.float32)),
+            to((self.gamma ** (last + 1)).astype(np.float32)),
+            to(weights.astype(np.float32)),
+            flat,
+        )
+
+
+def sample_batch(
+    buffer: ReplayBuffer, batch_size: int, gamma: float, beta: float, env: VecNormalize | None = None
+) -> Batch:
+    """A :class:`Batch` from any SB3 replay buffer: prioritized draws carry weights and indices, uniform ones do not."""
+    if isinstance(buffer, PrioritizedReplayBuffer):
+        return buffer.sample_prioritized(batch_size, beta, env)
+    data = buffer.sample(batch_size, env)
+    ones = torch.ones(batch_size, device=data.rewards.device)
+    discounts = data.discounts.flatten() if data.discounts is not None else ones * gamma
+    return Batch(
+        data.observations,
+        data.actions,
+        data.next_observations,
+        data.dones.flatten(),
+        data.rewards.flatten(),
+        discounts,
+        ones,
+        None,
+    )

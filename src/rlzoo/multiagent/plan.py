@@ -1,0 +1,165 @@
+"""A multi-agent run planned once: the config checked (env, layout, algorithm against every learner's spaces) before
+anything is written. One PettingZoo env is made and closed here, for its agents' spaces (it builds no network)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space
+from rlzoo.envs_pettingzoo import AgentSpaces, PettingZooSpec, agent_spaces
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.budget import check_budget
+from rlzoo.experiment.plan import LogPlan, _log_plan, _resolved
+from rlzoo.experiment.rundir import RunDir
+from rlzoo.experiment.settings import RunSettings
+from rlzoo.hardware import Hardware
+from rlzoo.schema import parse
+
+LAYOUTS = ("independent", "shared", "fixed")
+SHARED = "shared"  # the learner name of the shared layout (models/shared/)
+MASKED_ALGOS = "dqn, qrdqn and DQN subclasses (ddqn, per)"
+
+
+@dataclass(frozen=True)
+class LayoutSettings:
+    """The ``multiagent`` group (see ``conf/multiagent/*.yaml``)."""
+
+    layout: Literal["independent", "shared", "fixed"]
+    learner: str | None = None
+    opponent: str | None = None
+
+
+@dataclass(frozen=True)
+class MultiagentPlan:
+    """Everything a multi-agent run needs, checked.
+
+    :param agents: every possible agent's spaces, in the env's order.
+    :param learners: learner name → the agent keys it acts for (independent: one key each; shared: all keys under
+        ``shared``; fixed: the learning key); keys in no learner play the fixed opponent.
+    """
+
+    config: DictConfig
+    settings: RunSettings
+    layout: LayoutSettings
+    hardware: Hardware
+    factory: AlgorithmFactory
+    spec: PettingZooSpec
+    agents: dict[str, AgentSpaces]
+    learners: dict[str, tuple[str, ...]]
+    policy: str | type
+    logging: LogPlan
+
+    @property
+    def run(self) -> RunDir:
+        return RunDir(Path(self.settings.run_dir))
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def learning_keys(self) -> tuple[str, ...]:
+        return tuple(key for keys in self.learners.values() for key in keys)
+
+
+def is_pettingzoo(cfg: DictConfig) -> bool:
+    """The config's env is a PettingZoo env (``env=pettingzoo``: its group has the ``api`` key)."""
+    env = cfg.get("env")
+    return isinstance(env, DictConfig) and "api" in env
+
+
+def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()) -> MultiagentPlan:
+    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run; ``cfg`` is not changed."""
+    values = _resolved(cfg)
+    layout_values, env_values = values.get("multiagent"), values["env"]
+    if layout_values is None:
+        raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or random")
+    layout = parse(LayoutSettings, layout_values, prefix="multiagent.")
+    if "api" not in env_values:
+        raise ConfigError(
+            f"multiagent={layout.layout} needs a PettingZoo env: env=pettingzoo env.id=<module> (env.id="
+            f"{env_values.get('id')} is a single-agent env; train it without multiagent)"
+        )
+    settings = RunSettings.from_values({k: v for k, v in values.items() if k != "multiagent"})
+    _check_run_keys(settings, values["srl_model"].get("name"))
+    check_budget(settings, overrides)
+    factory = build_algorithm_factory(OmegaConf.create(values["algo"]))
+    spec = PettingZooSpec.from_values(env_values)
+    env = spec.make()
+    try:
+        agents = agent_spaces(env)
+    finally:
+        env.close()
+    if len(agents) < 2:
+        raise ConfigError(f"env.id={spec.id} has a single agent ({', '.join(agents)}): train it without multiagent")
+    learners = _learners(layout, agents)
+    for name, keys in learners.items():
+        _check_learner(factory, name, [agents[k] for k in keys])
+    values["normalize"] = False  # recorded: multi-agent learners see the env's observations as they are
+    policy = factory.policy_for("Mlp")
+    return MultiagentPlan(
+        OmegaConf.create(values), settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents,
+        learners, policy, _log_plan(values["logger"], settings.verbose),
+    )  # fmt: skip
+
+
+def _check_run_keys(settings: RunSettings, representation: Any) -> None:
+    if settings.resume or settings.init_from:
+        raise ConfigError("multi-agent runs cannot resume or fine-tune yet (resume, init_from): start a new run")
+    if settings.n_envs != 1:
+        raise ConfigError(f"multi-agent runs step one PettingZoo env: n_envs=1 (got n_envs={settings.n_envs})")
+    if representation != "ground_truth":
+        raise ConfigError(
+            f"multi-agent runs observe the env's own observations: srl_model=ground_truth (got {representation})"
+        )
+
+
+def _learners(layout: LayoutSettings, agents: dict[str, AgentSpaces]) -> dict[str, tuple[str, ...]]:
+    keys = list(agents)
+    if layout.layout == "independent":
+        return {key: (key,) for key in keys}
+    if layout.layout == "shared":
+        first = agents[keys[0]]
+        for key in keys[1:]:
+            other = agents[key]
+            if other.observation != first.observation or other.action != first.action:
+                raise ConfigError(
+                    f"multiagent=shared needs one observation and action space for every agent ({keys[0]}: "
+                    f"{first.observation}, {first.action}; {key}: {other.observation}, {other.action}): "
+                    "use multiagent=independent"
+                )
+        if first.observation.shape is None:
+            raise ConfigError(f"multiagent=shared flattens observations; {first.observation} has no shape")
+        return {SHARED: tuple(keys)}
+    learner = layout.learner or keys[0]
+    if learner not in agents:
+        raise ConfigError(f"multiagent.learner={learner!r} is not an agent of this env; its agents: {', '.join(keys)}")
+    opponent = layout.opponent or "random"
+    if opponent != "random" and not RunDir(Path(opponent)).is_run():
+        raise ConfigError(f"multiagent.opponent={opponent!r} is neither 'random' nor a run dir (no config.yaml)")
+    return {learner: (learner,)}
+
+
+def _check_learner(factory: AlgorithmFactory, name: str, spaces_: list[AgentSpaces]) -> None:
+    """The algorithm takes the learner's action space, and honours action masks where the env gives them."""
+    try:
+        check_action_space(factory.algo_class, spaces_[0].action)
+    except ConfigError as error:
+        raise ConfigError(f"learner {name}: {error}") from None
+    if any(s.masked for s in spaces_) and not masked_q_learning(factory.algo_class):
+        raise ConfigError(
+            f"learner {name} has action masks, which rlzoo honours by masked argmax over Q-values: use {MASKED_ALGOS} "
+            f"(not {factory.name})"
+        )
+
+
+def masked_q_learning(algo_class: type) -> bool:
+    """Whether rlzoo can mask this algorithm's actions (a DQN or QR-DQN: masked ε-greedy and argmax)."""
+    from sb3_contrib import QRDQN
+    from stable_baselines3 import DQN
+
+    return issubclass(algo_class, (DQN, QRDQN))

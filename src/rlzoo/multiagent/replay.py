@@ -1,0 +1,62 @@
+"""Replay of a multi-agent run (``python -m rlzoo.enjoy run=<dir>``): its test multiagent on a fresh env, with the
+env's ``rgb_array`` frames when a video is wanted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlzoo.agents.multiagent import load_multiagent
+from rlzoo.experiment.rundir import RunDir
+from rlzoo.multiagent.episodes import Budget, MultiagentEpisode, play
+from rlzoo.multiagent.plan import plan_multiagent
+
+
+def is_multiagent_run(run_dir: str | Path) -> bool:
+    """The run dir holds a multi-agent run (its config has a ``multiagent`` layout)."""
+    run = RunDir(Path(run_dir))
+    return run.is_run() and run.read_config().get("multiagent") is not None
+
+
+@dataclass
+class MultiagentReplay:
+    """The replayed episodes, the agent keys and (``frames``) the rendered frames of all episodes in order."""
+
+    episodes: list[MultiagentEpisode]
+    keys: list[str]
+    frames: list[np.ndarray] = field(default_factory=list)
+    render_fps: int = 30
+
+    def table(self) -> str:
+        """``episode,return,length,<agent>,...`` (return: summed over agents)."""
+        rows = [",".join(["episode", "return", "length", *self.keys])]
+        for i, e in enumerate(self.episodes):
+            rows.append(
+                ",".join(
+                    [str(i), f"{e.total:.6g}", str(e.length)] + [f"{e.returns.get(k, 0.0):.6g}" for k in self.keys]
+                )
+            )
+        return "\n".join(rows) + "\n"
+
+
+def replay_multiagent(
+    run_dir: str | Path, n_episodes: int, seed: int, deterministic: bool = True, frames: bool = False
+) -> MultiagentReplay:
+    """Play ``n_episodes`` episodes (episode ``i`` seeded ``seed + i``) with the run's test multiagent."""
+    agent = load_multiagent(run_dir, deterministic)
+    plan = plan_multiagent(RunDir(Path(run_dir)).read_config())
+    env: Any = plan.spec.make(render_mode="rgb_array" if frames else None)
+    recorded: list[np.ndarray] = []
+
+    def record(_: int) -> None:
+        recorded.append(np.asarray(env.render()))
+
+    try:
+        episodes, _ = play(env, agent, Budget(episodes=n_episodes), seed, on_step=record if frames else None)
+    finally:
+        env.close()
+    fps = int(getattr(env, "metadata", {}).get("render_fps", 30))
+    return MultiagentReplay(episodes, list(plan.agents), recorded, fps)

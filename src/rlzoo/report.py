@@ -1,0 +1,53 @@
+"""``python -m rlzoo.report dir=<sweep or pipeline dir>``: one self-contained HTML page of the runs under ``dir``.
+
+The page (``<dir>/report.html``, or ``out=``) holds the results table (as ``rlzoo.plot`` computes it), the learning
+curves, the encoders' metrics (KNN-MSE, GTC) where runs used learned representations, a replay of each group's best
+seed and every run's config; see :mod:`rlzoo.reporting.page`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.cli import one_line_errors
+from rlzoo.config import CONFIG_DIR
+from rlzoo.errors import ConfigError
+from rlzoo.plot import PlotSettings
+from rlzoo.reporting.page import write_report
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """The keys of ``conf/report.yaml`` (see there), checked."""
+
+    plot: PlotSettings
+    videos: bool
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> ReportSettings:
+        values = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(values, dict)
+        videos = values.pop("videos", True)
+        if not isinstance(videos, bool):
+            raise ConfigError(f"videos={videos!r} must be true or false")
+        return cls(PlotSettings.from_config(OmegaConf.create(values)), videos)
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="report", version_base="1.3")
+@one_line_errors("rlzoo.report")
+def main(cfg: DictConfig) -> None:
+    """Hydra entrypoint (``key=value`` arguments only)."""
+    torch.set_num_threads(1)
+    settings = ReportSettings.from_config(cfg)
+    plot = settings.plot
+    out = None if plot.out is None else Path(plot.out)
+    write_report(plot.dir, out, budgets=plot.budgets, baseline=plot.baseline, videos=settings.videos)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""What a report shows beside the table: a replay of the best seed of each group, and the encoders' metrics."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import imageio.v2 as imageio
+import numpy as np
+
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.comparison import Row
+from rlzoo.experiment.results import RunResult
+from rlzoo.srl.encoder import METADATA as ENCODER_METADATA
+
+ENCODER_METRICS = "metrics.json"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One deterministic test episode of a run, as an animated GIF."""
+
+    run: RunResult
+    score: float
+    episode_return: float
+    gif: bytes
+
+
+def best_run(row: Row, last: int = 100) -> tuple[RunResult, float] | None:
+    """The scored run of ``row``'s group with the best score at the row's budget (None when none is scored)."""
+    scored = [
+        (run, run.score(row.budget, last)) for run in row.group.scored_runs if row.n and run.reached >= row.budget
+    ]
+    scored = [(run, score) for run, score in scored if np.isfinite(score)]
+    return max(scored, key=lambda pair: pair[1]) if scored else None
+
+
+def gif_bytes(frames: Sequence[np.ndarray], fps: int = 25, stride: int = 2, size: int = 160) -> bytes:
+    """An endless GIF of every ``stride``-th frame, shrunk (or enlarged, nearest pixel) to about ``size`` pixels."""
+    step = max(1, frames[0].shape[0] // size)
+    scale = max(1, size // frames[0].shape[0])
+    images: list[Any] = [
+        np.ascontiguousarray(f[::step, ::step, :3].repeat(scale, 0).repeat(scale, 1)) for f in frames[::stride]
+    ]
+    stream = io.BytesIO()
+    imageio.mimsave(stream, images, format="GIF", duration=1000 * stride / fps, loop=0)
+    return stream.getvalue()
+
+
+def replay(run: RunResult, score: float, seed: int = 0) -> Replay | None:
+    """Replay one deterministic episode of ``run``'s newest model (its final one once finished), recording frames.
+
+    :return: None when the run has no model yet or its env does not render.
+    """
+    from rlzoo.experiment.replay import load_run, run_episodes
+
+    try:
+        loaded = load_run(run.path, "latest")
+        (episode,) = run_episodes(loaded, 1, deterministic=True, seed=seed, frames=True)
+    except (ConfigError, ValueError, TypeError, AttributeError):  # no model yet; an env without rgb_array
+        return None
+    if not episode.frames:
+        return None
+    return Replay(run, score, episode.ret, gif_bytes(episode.frames))
+
+
+def best_replays(rows: Sequence[Row], last: int = 100) -> list[Replay]:
+    """A replay of the best run of each group (at the largest budget it has a row for)."""
+    chosen: dict[int, Row] = {}
+    for row in rows:
+        if row.n and (id(row.group) not in chosen or row.budget > chosen[id(row.group)].budget):
+            chosen[id(row.group)] = row
+    replays = []
+    for row in chosen.values():
+        best = best_run(row, last)
+        if best is not None and (made := replay(*best)) is not None:
+            replays.append(made)
+    return replays
+
+
+@dataclass(frozen=True)
+class EncoderInfo:
+    """An encoder folder's description (``encoder.json``) and metrics (``metrics.json``)."""
+
+    path: Path
+    metadata: dict[str, Any]
+    metrics: dict[str, float]
+    states_png: bytes | None = field(default=None, repr=False)
+
+    @property
+    def method(self) -> str:
+        return str(self.metadata.get("method", "?"))
+
+
+def encoder_folders(results: Iterable[RunResult], folder: Path) -> list[Path]:
+    """Encoders the runs used (``srl_model.checkpoint``) and any others under ``folder``, each once."""
+    found = {p.parent.resolve() for p in folder.glob(f"**/{ENCODER_METADATA}")}
+    for result in results:
+        checkpoint = result.config.srl_model.get("checkpoint")
+        if checkpoint and (Path(str(checkpoint)) / ENCODER_METADATA).is_file():
+            found.add(Path(str(checkpoint)).resolve())
+    return sorted(found)
+
+
+def read_encoder(path: Path) -> EncoderInfo:
+    """The description and metrics of an encoder folder (metrics empty when it has none)."""
+    metadata = json.loads((path / ENCODER_METADATA).read_text())
+    metrics_file = path / ENCODER_METRICS
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    states = path / "states.png"
+    return EncoderInfo(path, metadata, metrics, states.read_bytes() if states.is_file() else None)

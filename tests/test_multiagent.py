@@ -1,0 +1,209 @@
+"""Multi-agent runs over PettingZoo envs: states, layouts, masks, agents that leave, run dirs and bad inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import Compose
+from extras import require_extra
+
+require_extra("pettingzoo", "multiagent")
+require_extra("mpe2", "multiagent")
+
+from pettingzoo.classic import tictactoe_v3  # noqa: E402
+
+from rlzoo.agents.multiagent import RandomMultiagent, load_multiagent  # noqa: E402
+from rlzoo.agents.multiagent_state import MultiagentState  # noqa: E402
+from rlzoo.errors import ConfigError  # noqa: E402
+from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
+from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
+from rlzoo.multiagent.run import build_team  # noqa: E402
+from rlzoo.train import train  # noqa: E402
+
+TINY = ["verbose=0", "logger.formats=[csv]", "test_episodes=3", "checkpoint_freq=0", "hardware.torch_threads=1"]
+TINY_PPO = ["algo=ppo", "algo.n_steps=16", "algo.batch_size=16", "algo.n_epochs=1", "+algo.policy_kwargs.net_arch=[16]"]
+TINY_DQN = ["algo=dqn", "algo.learning_starts=20", "algo.buffer_size=500", "algo.batch_size=16",
+            "algo.target_update_interval=50", "+algo.policy_kwargs.net_arch=[16]"]  # fmt: skip
+LEAVING = ["env=pettingzoo", "env.id=multiagent_tiny"]
+TICTACTOE = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3"]
+
+
+class CheckLegal:
+    """Passes states on to ``agent`` and records every action that the state's mask forbids."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent, self.illegal, self.masked_moves = agent, 0, 0
+
+    def act(self, state: MultiagentState) -> Any:
+        action = self.agent.act(state)
+        if not state.done and state.action_mask is not None:
+            self.masked_moves += 1
+            self.illegal += not state.legal(action)
+        return action
+
+
+def test_state_from_aec_moves_the_mask_out_of_the_observation() -> None:
+    env = tictactoe_v3.env()
+    env.reset(seed=0)
+    state = MultiagentState.from_aec(env, env.agent_selection)
+    assert state.agent == "player_1" and np.asarray(state.observation).shape == (3, 3, 2)
+    assert state.action_mask is not None and state.action_mask.dtype == bool and state.action_mask.all()
+    env.step(4)
+    state = MultiagentState.from_aec(env, env.agent_selection)
+    assert state.agent == "player_2" and not state.legal(4) and state.legal(0)
+
+
+def test_state_from_parallel_reads_every_agent() -> None:
+    import multiagent_tiny
+
+    env = multiagent_tiny.parallel_env()
+    states = MultiagentState.from_parallel(env.reset(seed=0))
+    assert set(states) == {"short", "long"} and states["short"].reward == 0.0
+    states = MultiagentState.from_parallel(env.step({"short": 0, "long": 1}))
+    assert {k: s.agent for k, s in states.items()} == {"short": "short", "long": "long"}
+    assert all(s.reward in (0.0, 1.0) for s in states.values())
+
+
+@pytest.mark.parametrize(
+    ("layout", "algo", "learners"),
+    [
+        ("independent", TINY_PPO, {"short", "long"}),
+        ("shared", TINY_DQN, {"shared"}),
+        ("random", TINY_DQN, {"short"}),
+    ],
+)
+def test_every_layout_trains_on_an_env_whose_agents_leave(
+    compose: Compose, tmp_path: Path, layout: str, algo: list[str], learners: set[str]
+) -> None:
+    run_dir = tmp_path / layout
+    cfg = compose([*LEAVING, "env.api=parallel", f"multiagent={layout}", *algo, *TINY, "total_timesteps=200"], run_dir)
+    metrics = train(cfg)
+    assert metrics["train/timesteps"] == 200
+    assert {p.name for p in (run_dir / "models").iterdir()} == learners
+    assert all((run_dir / "models" / name / "model.zip").is_file() for name in learners)
+    rows = (run_dir / "returns100.csv").read_text().splitlines()
+    assert rows[0] == "frame,mean,std,max,min" and len(rows) >= 2
+    per_agent = {p.stem for p in (run_dir / "returns100").glob("*.csv")}
+    assert per_agent == {"short", "long"}
+    # the short agent leaves after 2 of its 8-move episode: its returns are at most 2, the long one's at most 6
+    short_max = max(float(r.split(",")[3]) for r in (run_dir / "returns100" / "short.csv").read_text().splitlines()[1:])
+    assert short_max <= 2.0
+    assert (run_dir / "test_returns_agents.csv").read_text().splitlines()[0] == "episode,short,long"
+    saved = json.loads((run_dir / "metrics.json").read_text())
+    assert {"test/short/mean_return", "test/long/mean_return", "test/long/win_rate"} <= set(saved)
+    assert saved["test/mean_length"] == 8.0  # 2 + 6 moves: both agents played until they left
+
+
+def test_each_learner_closes_only_its_own_transitions(compose: Compose, tmp_path: Path) -> None:
+    cfg = compose([*LEAVING, "multiagent=independent", *TINY_PPO, *TINY], tmp_path / "run")
+    plan = plan_multiagent(cfg)
+    team = build_team(plan)
+    env = plan.spec.make()
+    episodes, steps = play(env, team, Budget(episodes=5), seed=0)
+    assert steps == 40 and [e.length for e in episodes] == [8] * 5
+    # a transition is counted when the agent's next state arrives: all but the last episode's final one
+    assert team.learners.agents["short"].model.num_timesteps == 2 * 5 - 1
+    assert team.learners.agents["long"].model.num_timesteps == 6 * 5 - 1
+
+
+@pytest.mark.parametrize("layout", ["shared", "random"])
+def test_masks_are_respected_over_1000_steps(compose: Compose, tmp_path: Path, layout: str) -> None:
+    cfg = compose([*TICTACTOE, f"multiagent={layout}", *TINY_DQN, *TINY, "algo.exploration_fraction=0.5"], tmp_path)
+    plan = plan_multiagent(cfg)
+    checked = CheckLegal(build_team(plan))
+    env = plan.spec.make()
+    episodes, steps = play(env, checked, Budget(steps=1000), seed=0)
+    assert steps == 1000 and checked.masked_moves == 1000 and checked.illegal == 0
+    # no game ended on an illegal move (tic-tac-toe then gives the mover -1 and the other +1 after <= 4 moves)
+    assert all(e.length >= 5 for e in episodes)
+    test_agent = CheckLegal(build_team(plan).test_agent())
+    play(env, test_agent, Budget(steps=300), seed=1)
+    assert test_agent.masked_moves == 300 and test_agent.illegal == 0
+
+
+def test_random_opponent_plays_legal_moves_only() -> None:
+    env = tictactoe_v3.env()
+    agent = CheckLegal(RandomMultiagent({k: env.action_space(k) for k in env.possible_agents}, seed=3))
+    _, steps = play(env, agent, Budget(steps=1000), seed=0)
+    assert steps == 1000 and agent.illegal == 0
+
+
+@pytest.mark.parametrize("layout", ["independent", "shared"])
+def test_save_load_round_trip(compose: Compose, tmp_path: Path, layout: str) -> None:
+    run_dir = tmp_path / "run"
+    cfg = compose(["env=pettingzoo", "env.id=mpe2.simple_spread_v3", f"multiagent={layout}", *TINY_PPO, *TINY,
+                   "total_timesteps=96", "+env.max_cycles=8"], run_dir)  # fmt: skip
+    plan = plan_multiagent(cfg)
+    team = build_team(plan)
+    env = plan.spec.make()
+    play(env, team, Budget(steps=96), seed=0)
+    for name, model in team.models.items():
+        plan.run.learner_dir(name).mkdir(parents=True)
+        model.save(plan.run.learner_model(name))
+    plan.run.write_config(plan.config)
+    live, loaded = team.test_agent(), load_multiagent(run_dir)
+    env.reset(seed=5)
+    compared = 0
+    for key in env.agent_iter():
+        state = MultiagentState.from_aec(env, key)
+        action = live.act(state)
+        assert np.array_equal(np.asarray(loaded.act(state)), np.asarray(action))
+        compared += not state.done
+        env.step(action)
+    assert compared == 3 * 8
+
+
+def test_fixed_opponent_from_a_saved_run(compose: Compose, tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    train(compose([*TICTACTOE, "multiagent=independent", *TINY_DQN, *TINY, "total_timesteps=100"], first))
+    second = tmp_path / "second"
+    overrides = ["multiagent=random", "multiagent.learner=player_2", f"multiagent.opponent={first}"]
+    metrics = train(compose([*TICTACTOE, *overrides, *TINY_DQN, *TINY, "total_timesteps=100"], second))
+    assert {p.name for p in (second / "models").iterdir()} == {"player_2"}
+    assert metrics["test/episodes"] == 3
+    loaded = load_multiagent(second)
+    assert set(loaded.models) == {"player_2"} and loaded.opponent is not None
+
+
+BAD_INPUTS = [
+    (["algo=ppo", "env=CartPole", "multiagent=independent"], "needs a PettingZoo env"),
+    (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_sprad_v3", "multiagent=independent"],
+     "did you mean: mpe2.simple_spread_v3"),
+    (["algo=ppo", "env=pettingzoo", "env.id=CartPole-v1", "multiagent=independent"], "is a Gymnasium id"),
+    (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_speaker_listener_v4", "multiagent=shared"],
+     "use multiagent=independent"),
+    (["algo=dqn", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "+env.continuous_actions=true",
+      "multiagent=independent"], "algorithms that fit: a2c"),
+    (["algo=ppo", *TICTACTOE, "multiagent=random"], "masked argmax"),
+    (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3"], "add multiagent=independent"),
+    (["algo=ppo", *TICTACTOE, "multiagent=random", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
+    (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "n_envs=2"], "n_envs=1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_INPUTS)
+def test_bad_inputs_fail_with_one_line_before_anything_is_written(
+    compose: Compose, tmp_path: Path, overrides: list[str], message: str
+) -> None:
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")) as error:
+        train(compose(overrides, run_dir))
+    assert "\n" not in str(error.value)
+    assert not run_dir.exists()
+
+
+def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: Path) -> None:
+    from rlzoo.enjoy import EnjoySettings, enjoy
+
+    run_dir = tmp_path / "run"
+    train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=60"], run_dir))
+    replay = enjoy(EnjoySettings(run=str(run_dir), n_episodes=2, video=True), log=lambda _: None)
+    assert len(replay.returns) == 2 and all(5 <= n <= 9 for n in replay.lengths)
+    table = (run_dir / "enjoy" / "final_returns.csv").read_text().splitlines()
+    assert table[0] == "episode,return,length,player_1,player_2" and len(table) == 3
+    assert (run_dir / "enjoy" / "final.mp4").stat().st_size > 1000

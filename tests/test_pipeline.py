@@ -1,0 +1,105 @@
+"""python -m rlzoo.pipeline: datasets, encoders, the RL sweep and the table from one command, cached by content."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlzoo.errors import ConfigError
+from rlzoo.pipeline import main, run_pipeline
+from rlzoo.workflow.spec import pipeline_spec
+from test_report import finished_records
+
+# The srl_benchmark_small experiment, shrunk: 300 frames at 16 x 16, 1-epoch encoders of 8 dims, 600 RL steps.
+TINY = [
+    "experiment=srl_benchmark_small",
+    "pipeline.collect.n_samples=300", "pipeline.collect.image_size=16", "pipeline.collect.n_workers=0",
+    "+pipeline.collect.progress_bar=false",
+    "pipeline.srl_train.srl_model.training.epochs=1", "+pipeline.srl_train.srl_model.training.batch_size=64",
+    "+pipeline.srl_train.srl_model.state_dim=8", "+pipeline.srl_train.srl_model.network.channels=4",
+    "+pipeline.srl_train.progress_bar=false", "+pipeline.srl_train.device=cpu",
+    "+pipeline.srl_model.raw_pixels.height=40", "+pipeline.srl_model.raw_pixels.width=40",
+    "pipeline.sweep.srl_model=[ground_truth,raw_pixels,random,srl_splits]",
+    "total_timesteps=600", "n_envs=2", "algo.n_steps=64", "algo.batch_size=64", "algo.n_epochs=1",
+    "+algo.policy_kwargs.net_arch=[16]", "checkpoint_freq=0", "test_episodes=1", "verbose=0", "logger.formats=[csv]",
+]  # fmt: skip
+METHODS = ("ground_truth", "raw_pixels", "random", "srl_splits")
+
+
+def test_from_nothing_to_the_table_then_only_what_is_missing(tmp_path: Path) -> None:
+    folder = tmp_path / "pipe"
+    lines: list[str] = []
+    statuses = run_pipeline(pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.seed=[0]"]), lines.append)
+
+    assert statuses == {"done": [f"MobileRobot_{m}_seed0" for m in METHODS]}
+    (dataset,) = (folder / "datasets").iterdir()
+    assert (dataset / "dataset.json").is_file() and OmegaConf.load(dataset / "config.yaml").env.random_target
+    encoders = sorted(p.name.split("-")[0] for p in (folder / "encoders").iterdir())
+    assert encoders == ["random", "srl_splits"]  # ground truth and raw pixels need none
+    config = OmegaConf.load(folder / "runs" / "MobileRobot_srl_splits_seed0" / "config.yaml")
+    assert config.srl_model.name == "srl_splits" and config.srl_model.state_dim == 8 and config.srl_model.height == 16
+    assert config.srl_model.checkpoint.startswith(str(folder / "encoders" / "srl_splits-MobileRobot-"))
+    assert OmegaConf.load(folder / "runs" / "MobileRobot_raw_pixels_seed0" / "config.yaml").env.render_size == 40
+    table = (folder / "results" / "results.md").read_text()
+    assert all(f"| {m} " in table for m in METHODS) and (folder / "report.html").is_file()
+    first = {m: (folder / "runs" / f"MobileRobot_{m}_seed0" / "metrics.json").stat().st_mtime_ns for m in METHODS}
+
+    # One more seed, with logger=wandb (not part of the experiment): only the new runs train, the rest is reused.
+    lines.clear()
+    again = [*TINY, f"pipeline.dir={folder}", "pipeline.sweep.seed=[0,1]", "logger=wandb"]
+    statuses = run_pipeline(pipeline_spec(again), lines.append)
+
+    said = "\n".join(lines)
+    assert "dataset MobileRobot: cached" in said and "encoder srl_splits on MobileRobot: cached" in said
+    assert "runs: 4 of 8 finished (cached); 4 to train" in said
+    assert sorted(statuses) == ["done"] and len(statuses["done"]) == 8
+    for method, mtime in first.items():
+        assert (folder / "runs" / f"MobileRobot_{method}_seed0" / "metrics.json").stat().st_mtime_ns == mtime
+    csv = (folder / "results" / "results.csv").read_text().splitlines()
+    rows = {line.split(",")[2]: line.split(",") for line in csv[1:]}
+    assert {name: row[5] for name, row in rows.items()} == dict.fromkeys(METHODS, "2")  # 2 seeds each
+    assert all(rows[m][10] != "" for m in METHODS if m != "ground_truth")  # a p-value against ground truth
+    # The new runs and the table share the sweep's W&B group (offline files, read back).
+    (results,) = (folder / "wandb").glob("offline-run-*/run-*.wandb")
+    (job,) = (folder / "runs" / "MobileRobot_random_seed1" / "wandb").glob("offline-run-*/run-*.wandb")
+    groups = [next(r.run.run_group for r in finished_records(f) if r.HasField("run")) for f in (results, job)]
+    assert groups == [str(folder / "runs")] * 2
+    assert "W&B: the table and 1 figure(s) in group" in said
+
+    # A crash (a run lost its final files): only that run trains again.
+    crashed = folder / "runs" / "MobileRobot_random_seed1"
+    (crashed / "metrics.json").unlink()
+    (crashed / "model.zip").unlink()
+    lines.clear()
+    run_pipeline(pipeline_spec([*again, "pipeline.videos=false"]), lines.append)
+    assert "runs: 7 of 8 finished (cached); 1 to train" in "\n".join(lines) and (crashed / "metrics.json").is_file()
+
+
+def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "pipe"
+    with pytest.raises(ConfigError, match=r"sweeps srl_model=nope: not an option of conf/srl_model \(options: "):
+        pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.srl_model=[ground_truth,nope]"])
+    with pytest.raises(ConfigError, match=r"sweeps env=Mars: not an option of conf/env"):
+        pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.env=[MobileRobot,Mars]"])
+    # A folder holding another experiment's cache (here: other RL settings) is refused, never mixed.
+    folder.mkdir()
+    (folder / "experiment.yaml").write_text(
+        OmegaConf.to_yaml(OmegaConf.create(pipeline_spec([*TINY, f"pipeline.dir={folder}"]).identity()))
+    )
+    other = pipeline_spec([*TINY, f"pipeline.dir={folder}", "total_timesteps=700"])
+    with pytest.raises(ConfigError, match=r"holds the cache of another experiment \(train: .*total_timesteps=600"):
+        run_pipeline(other, lambda _: None)
+    assert sorted(p.name for p in folder.iterdir()) == ["experiment.yaml"]
+    (tmp_path / "stranger").mkdir()
+    (tmp_path / "stranger" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"is not empty and is no pipeline's \(no experiment.yaml\)"):
+        run_pipeline(pipeline_spec([*TINY, f"pipeline.dir={tmp_path / 'stranger'}"]), lambda _: None)
+    argv = ["rlzoo.pipeline", *TINY, f"pipeline.dir={tmp_path / 'cli'}", "pipeline.sweep.srl_model=[nope]"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert str(exited.value.code).startswith("rlzoo.pipeline: error: the experiment sweeps srl_model=nope")
+    assert not (tmp_path / "cli").exists()

@@ -1,0 +1,157 @@
+"""rlzoo.report: one self-contained HTML page, opened in a real headless Chromium (Debian's chromium and
+chromium-driver, driven by Selenium); and the table and figures as a W&B run, read back from its offline files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extras import require_extra
+from rlzoo.errors import ConfigError
+from rlzoo.experiment.comparison import compare
+from rlzoo.report import main
+from rlzoo.reporting.figures import plot_env
+from rlzoo.reporting.page import write_report
+from rlzoo.reporting.wandb_results import log_results
+from srl_helpers import make_dataset, make_encoder
+from test_loggers import read_wandb_records
+
+RUN = [
+    "algo=ppo", "env=MobileRobot", "env.random_target=true", "n_envs=2", "vec_env=dummy", "total_timesteps=1000",
+    "algo.n_steps=128", "algo.batch_size=64", "algo.n_epochs=1", "+algo.policy_kwargs.net_arch=[16]",
+    "test_episodes=1", "checkpoint_freq=0", "verbose=0", "logger.formats=[csv]",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real tiny runs: ground truth and a random encoder (16 x 16), 2 seeds each, and the encoder in the folder."""
+    from rlzoo.config import compose_config
+    from rlzoo.train import train
+
+    folder = tmp_path_factory.mktemp("sweep")
+    encoder = folder / "encoders" / "random"
+    make_encoder(encoder, make_dataset(folder / "data", ["n_samples=100"]), "random")
+    learned = ["srl_model=random", f"srl_model.checkpoint={encoder}", "srl_model.height=16", "srl_model.width=16"]
+    for name, overrides in (("ground_truth", ["srl_model=ground_truth"]), ("random", learned)):
+        for seed in (0, 1):
+            run_dir = folder / "runs" / f"{name}_{seed}"
+            train(compose_config([*RUN, *overrides, f"seed={seed}"], run_dir=run_dir))
+    return folder
+
+
+@pytest.fixture
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium through its chromedriver (no download: both are found on PATH)."""
+    require_extra("selenium", "report")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if binary is None or driver_path is None:
+        message = "apt-get install chromium chromium-driver (Debian) for the headless browser check"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but chromium is missing: {message}", pytrace=False)
+        pytest.skip(message)
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.add_argument("--window-size=1280,2000")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+ROWS = "return Array.from(document.querySelectorAll('table')[0].rows, r => Array.from(r.cells, c => c.innerText))"
+IMAGES = "return Array.from(document.images, i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt, i.src])"
+KNN_MSE = "return document.querySelectorAll('table')[1].rows[1].cells[3].innerText"
+
+
+def test_the_page_renders_in_chromium(sweep: Path, chromium: Any, tmp_path: Path) -> None:
+    page = write_report(sweep, tmp_path / "report.html", log=lambda _: None)
+    chromium.get(page.path.as_uri())
+
+    assert chromium.find_element("css selector", "h1").text == f"rlzoo report: {sweep.resolve()}"
+    rows = chromium.execute_script(ROWS)
+    assert rows[0][:3] == ["env", "algo", "srl_model"] and rows[0][-1] == "p vs ground_truth"
+    assert sorted(r[2] for r in rows[1:]) == ["ground_truth", "random"] and all(r[4] == "2" for r in rows[1:])
+    (random_p,) = [row.p_value for row in page.comparison.rows if row.group.srl_model == "random"]
+    assert next(r for r in rows[1:] if r[2] == "random")[-1] == f"{random_p:.3g}" and 0.0 <= random_p <= 1.0
+    images = chromium.execute_script(IMAGES)
+    alts = sorted(alt for *_, alt, _ in images)
+    assert alts[:2] == ["learning curves on rlzoo/MobileRobot-v0", "random states"], alts
+    assert [alt.rsplit("_", 1)[0] for alt in alts[2:]] == ["replay of ground_truth", "replay of random"], alts
+    assert all(complete and width > 0 and height > 0 for complete, width, height, *_ in images), images  # none broken
+    assert {src[:15] for *_, src in images} == {"data:image/png;", "data:image/gif;"}  # embedded: self-contained
+    html = page.path.read_text()
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert [entry for entry in chromium.get_log("browser") if entry["level"] == "SEVERE"] == []  # no console error
+    assert len(chromium.find_elements("css selector", "details")) == 4  # every run's config
+    expected = json.loads((sweep / "encoders" / "random" / "metrics.json").read_text())["srl/knn_mse"]
+    assert chromium.execute_script(KNN_MSE) == f"{expected:.4g}"  # the KNN-MSE of the encoder the runs used
+    shot = tmp_path / "report.png"
+    assert chromium.save_screenshot(str(shot)) and shot.stat().st_size > 20_000
+
+
+def finished_records(path: Path, timeout: float = 60.0) -> list[Any]:
+    """The records of a ``.wandb`` file once W&B's service has written its exit record (it may lag ``finish()``)."""
+    deadline = time.monotonic() + timeout
+    records = read_wandb_records(path)
+    while not any(r.HasField("exit") for r in records) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        records = read_wandb_records(path)
+    return records
+
+
+def test_results_go_to_the_sweeps_wandb_group(sweep: Path, tmp_path: Path) -> None:
+    comparison = compare(sweep / "runs")
+    figure = tmp_path / "curves.png"
+    plot_env(comparison.groups[0].env, comparison.groups, figure)
+    folder = log_results(comparison, [figure], {"project": "rlzoo", "mode": "offline"}, "my/sweep", tmp_path)
+
+    (records_file,) = folder.glob("run-*.wandb")
+    records = finished_records(records_file)
+    run = next(r.run for r in records if r.HasField("run"))
+    assert (run.run_group, run.display_name, run.job_type) == ("my/sweep", "results", "results")
+    history = [item for r in records if r.HasField("history") for item in r.history.item]
+    logged = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in history}
+    assert logged["results/_type"] == "table-file" and logged["curves/curves/_type"] == "image-file"
+    assert logged["results/ncols"] == 11 and logged["results/nrows"] == 2
+    (table_file,) = folder.glob("files/media/table/results_*.table.json")
+    table = json.loads(table_file.read_text())
+    assert table["columns"][:3] == ["env", "algo", "srl_model"] and table["columns"][-3:] == ["mean", "se", "p_value"]
+    by_method = {row[2]: row for row in table["data"]}
+    rows = {row.group.srl_model: row for row in comparison.rows}
+    assert by_method["random"][-3] == pytest.approx(rows["random"].mean)
+    assert by_method["random"][-1] == pytest.approx(rows["random"].p_value)
+    assert list(folder.glob("files/media/images/curves/*.png"))
+
+
+def test_bad_input_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setattr(sys, "argv", ["rlzoo.report", f"dir={tmp_path / 'empty'}"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert str(exited.value.code).startswith(f"rlzoo.report: error: dir={tmp_path / 'empty'} holds no run dirs")
+    make_dataset(tmp_path / "only_data", ["n_samples=50"])
+    with pytest.raises(
+        ConfigError, match=r"holds no training runs \(its config.yaml files are datasets' or encoders'\)"
+    ):
+        write_report(tmp_path / "only_data", log=lambda _: None)
+    assert not (tmp_path / "only_data" / "report.html").exists()
+    monkeypatch.setattr(sys, "argv", ["rlzoo.report", f"dir={tmp_path}", "videos=maybe"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == "rlzoo.report: error: videos='maybe' must be true or false"
