@@ -232,7 +232,7 @@ def test_a_resumed_run_continues_its_clock(compose: Compose, tmp_path: Path) -> 
         t = [float(row["t"]) for row in csv.DictReader(stream)]
     assert t == sorted(t) and t[-1] >= elapsed  # the monitor's t goes on, never backwards
     progress_elapsed = np.genfromtxt(run.progress, delimiter=",", names=True)["timetime_elapsed"]
-    assert np.all(np.diff(progress_elapsed) >= 0) and progress_elapsed[-1] >= elapsed
+    assert np.all(np.diff(progress_elapsed) >= 0) and progress_elapsed[-1] >= int(elapsed)  # SB3 logs whole seconds
 
 
 def test_progress_bar_on_a_terminal_only(
