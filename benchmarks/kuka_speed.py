@@ -1,11 +1,13 @@
 """Speed of the arm envs (PyBullet): steps per second, against the straightforward implementation, and the env's share
 of a SAC ground-truth training run. Needs the extra: ``pip install -e ".[arm]"``.
 
-Measured in one process, random continuous Cartesian actions, episodes reset as they end:
+Measured in one process, random continuous Cartesian actions, episodes reset as they end, in alternating chunks (a
+change of load on a shared machine then affects every figure alike):
 
 * ``ground_truth/<env>``: ``gymnasium.make("rlzoo/<env>-v0", continuous=True)``, the state vector only (no image);
 * ``pixels_64`` / ``pixels_224``: KukaButton with the image as the observation, as ``srl_model=raw_pixels`` builds it
-  (``render_mode="rgb_array"``, rendered natively at that size, Gymnasium's ``AddRenderObservation``);
+  (``render_mode="rgb_array"``, rendered natively at that size, Gymnasium's ``AddRenderObservation``; floor and table
+  rendered once, :mod:`rlzoo.envs.kuka_camera`);
 * ``straightforward_224``: the straightforward implementation in the same run: the same physics (DIRECT client, one
   physics step of 1/240 s per agent step), but the scene reloaded and settled (500 physics steps) at every reset as
   the original did, and a 224² TinyRenderer image as the observation of every step.
@@ -16,8 +18,8 @@ vec env's ``step``/``reset`` calls are timed: the env share is their time over `
 in wall-clock and in CPU seconds (one torch thread). Goals: pixels at 64² at least 5x the straightforward 224² rate;
 ground-truth steps never render; env share of SAC training at most 20 %.
 
-    python benchmarks/kuka_speed.py                                 # ~3 min on 2 cores
-    python benchmarks/kuka_speed.py --steps 2000 --sac-steps 2000   # smoke run
+    python benchmarks/kuka_speed.py                                 # ~5 min on 2 cores
+    python benchmarks/kuka_speed.py --steps 1000 --sac-steps 1000   # smoke run
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ STRAIGHTFORWARD_SIZE = 224
 
 class StraightforwardKukaButton(KukaButtonEnv):
     """The straightforward implementation of KukaButton: at every reset the scene is loaded again into a new client
-    and settled for 500 physics steps; the observation of every step is a 224² TinyRenderer image."""
+    and settled for 500 physics steps; the observation of every step is a 224² TinyRenderer image of the whole scene
+    (no cached background)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(render_mode="rgb_array", render_size=STRAIGHTFORWARD_SIZE, **kwargs)
@@ -62,7 +65,7 @@ class StraightforwardKukaButton(KukaButtonEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         workspace = self._scene.arm.workspace
         self._scene.close()
-        self._scene = ArmScene(len(self.default_buttons), workspace, self.null_space)
+        self._scene = ArmScene(len(self.default_buttons), workspace, self.null_space, cached_background=False)
         self._load_extras()
         self._settled = self._settle()
         _, info = super().reset(seed=seed, options=options)
@@ -73,19 +76,41 @@ class StraightforwardKukaButton(KukaButtonEnv):
         return self.render(), reward, terminated, truncated, info
 
 
-def steps_per_second(env: gym.Env, steps: int, seed: int = 0) -> float:
-    """Steps per second of ``env`` under random actions (resets included; the first reset is not timed)."""
-    env.reset(seed=seed)
-    env.action_space.seed(seed)
-    actions = [env.action_space.sample() for _ in range(steps)]
-    start = time.perf_counter()
-    for action in actions:
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            env.reset()
-    rate = steps / (time.perf_counter() - start)
-    env.close()
-    return rate
+class Meter:
+    """Steps an env under random actions (resetting episodes as they end) and adds up the time taken."""
+
+    def __init__(self, env: gym.Env, seed: int = 0) -> None:
+        self.env = env
+        self.steps = 0
+        self.seconds = 0.0
+        env.reset(seed=seed)  # not timed
+        env.action_space.seed(seed)
+
+    def run(self, steps: int) -> None:
+        actions = [self.env.action_space.sample() for _ in range(steps)]
+        start = time.perf_counter()
+        for action in actions:
+            _, _, terminated, truncated, _ = self.env.step(action)
+            if terminated or truncated:
+                self.env.reset()
+        self.seconds += time.perf_counter() - start
+        self.steps += steps
+
+    @property
+    def rate(self) -> float:
+        return self.steps / self.seconds
+
+
+def interleaved_rates(meters: dict[str, tuple[Meter, int]], rounds: int) -> dict[str, float]:
+    """Steps per second of each meter, measured in ``rounds`` alternating chunks (``(meter, steps)``: ``steps`` in
+    all), so that a change of load on a shared machine affects every measurement alike."""
+    for _ in range(rounds):
+        for meter, steps in meters.values():
+            meter.run(max(1, steps // rounds))
+    rates = {name: meter.rate for name, (meter, _) in meters.items()}
+    for meter, _ in meters.values():
+        meter.env.close()
+    return rates
 
 
 class Clock:
@@ -151,20 +176,24 @@ def sac_env_share(total_timesteps: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=5000, help="steps per env measurement (straightforward: 1/5)")
+    parser.add_argument(
+        "--steps", type=int, default=20_000, help="ground-truth steps per env (pixels: 1/5, straightforward: 1/10)"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="alternating chunks the measurements are split into")
     parser.add_argument("--sac-steps", type=int, default=10_000, help="agent steps of the SAC run")
     parser.add_argument("--out", type=Path, default=Path("bench_out/kuka_speed.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
 
     results: dict[str, Any] = {}
-    for name in ENVS:
-        results[f"ground_truth/{name}"] = steps_per_second(gym.make(f"rlzoo/{name}-v0", continuous=True), args.steps)
+    meters = {
+        f"ground_truth/{name}": (Meter(gym.make(f"rlzoo/{name}-v0", continuous=True)), args.steps) for name in ENVS
+    }
     for size in (64, 224):
         env = gym.make("rlzoo/KukaButton-v0", continuous=True, render_mode="rgb_array", render_size=size)
-        results[f"pixels_{size}"] = steps_per_second(AddRenderObservation(env, render_only=True), args.steps)
-    straightforward = StraightforwardKukaButton(continuous=True)
-    results["straightforward_224"] = steps_per_second(straightforward, max(1, args.steps // 5))
+        meters[f"pixels_{size}"] = (Meter(AddRenderObservation(env, render_only=True)), args.steps // 5)
+    meters["straightforward_224"] = (Meter(StraightforwardKukaButton(continuous=True)), args.steps // 10)
+    results |= interleaved_rates(meters, args.rounds)
     results |= sac_env_share(args.sac_steps)
 
     print(f"{'measurement':<40} {'steps/s':>10}")

@@ -19,9 +19,9 @@ compilation included), steady steps/s over its second half, the time from launch
 Returns (``--returns``): ``python -m rlzoo.train`` itself for each option and seed at the case's fixed budget
 (``env.random_target=true``, 100 test episodes), SB3 and SBX side by side: mean test return and wall seconds.
 
-    python benchmarks/learner_speed.py                                  # speed, all cases, 3 repeats (~15 min)
+    python benchmarks/learner_speed.py                                  # speed, all cases, 3 repeats (~30 min)
     python benchmarks/learner_speed.py --cases sac crossq --repeats 1   # a subset
-    python benchmarks/learner_speed.py --returns --cases sac ppo        # returns at the budget, 3 seeds (~15 min)
+    python benchmarks/learner_speed.py --returns --cases sac ppo        # returns at the budget, 3 seeds (~25 min)
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ class Case:
 
 
 CASES = {
-    "sac": Case("sac", "sbx_sac", (*ROBOT, *SMALL_OFF_POLICY), 4000, 50_000, 2.5),
-    "td3": Case("td3", "sbx_td3", (*ROBOT, *SMALL_OFF_POLICY), 4000, 50_000, 1.0),
-    "crossq": Case("crossq", "sbx_crossq", (*ROBOT, *SMALL_OFF_POLICY), 4000, 50_000, 1.0),
+    "sac": Case("sac", "sbx_sac", (*ROBOT, *SMALL_OFF_POLICY), 10_000, 50_000, 2.5),
+    "td3": Case("td3", "sbx_td3", (*ROBOT, *SMALL_OFF_POLICY), 10_000, 50_000, 1.0),
+    "crossq": Case("crossq", "sbx_crossq", (*ROBOT, *SMALL_OFF_POLICY), 10_000, 50_000, 1.0),
     "dqn": Case("dqn", "sbx_dqn", (*ROBOT, "algo.batch_size=64", "+algo.policy_kwargs.net_arch=[64,64]"), 20_000,
                 100_000, 1.5),
     "ppo": Case("ppo", "sbx_ppo", (*ROBOT, *PPO_SETTINGS), 40_960, 250_000, 1.5),

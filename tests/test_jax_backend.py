@@ -50,7 +50,7 @@ def test_option_keywords_are_the_constructors(option: str, compose: Compose) -> 
     assert set(factory.kwargs) == set(algo) - {"_target_", "_partial_"}
 
 
-def test_run_dir_loads_with_plain_sbx(compose: Compose, tmp_path: Path) -> None:
+def test_run_dir_loads_with_plain_sbx_and_resumes(compose: Compose, tmp_path: Path) -> None:
     metrics = train(compose(SAC_RUN))
     run = RunDir(tmp_path / "run")
     model = sbx.SAC.load(run.model)
@@ -60,10 +60,6 @@ def test_run_dir_loads_with_plain_sbx(compose: Compose, tmp_path: Path) -> None:
     assert [int(c.name) for c in run.checkpoints()] == [64, 128, 192]
     assert all((c / "obs_norm.npz").is_file() for c in run.checkpoints())
 
-
-def test_interrupted_run_resumes_from_newest_checkpoint(compose: Compose, tmp_path: Path) -> None:
-    train(compose(SAC_RUN))
-    run = RunDir(tmp_path / "run")
     shutil.rmtree(run.checkpoint(192))  # as if killed after the checkpoint at 128
     for path in (run.model, run.metrics, run.obs_norm):
         path.unlink()

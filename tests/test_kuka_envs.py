@@ -21,8 +21,10 @@ from extras import require_extra
 
 pybullet = require_extra("pybullet", "arm")
 
-from rlzoo.envs.kuka_button import KukaButtonEnv  # noqa: E402  (after the extra check)
+from rlzoo.envs import kuka_camera as camera  # noqa: E402  (after the extra check)
+from rlzoo.envs.kuka_button import KukaButtonEnv  # noqa: E402
 from rlzoo.envs.kuka_policy import TowardButton  # noqa: E402
+from rlzoo.envs.kuka_scene import ArmScene  # noqa: E402
 from rlzoo.envs.kuka_variants import KukaRandButtonEnv  # noqa: E402
 
 BUTTON, RAND, TWO, MOVING = (
@@ -277,3 +279,34 @@ def test_toward_button_presses_with_discrete_actions_and_refuses_joints(envs: li
     _, info = joints.reset(seed=0)
     with pytest.raises(ValueError, match="collect_policy=random"):
         TowardButton()(info, joints.action_space, RNG)
+
+
+def test_cached_background_renders_the_same_image() -> None:
+    scenes = [ArmScene(cached_background=cached) for cached in (True, False)]
+    try:
+        for scene in scenes:
+            for joint, position in enumerate([0.3, 0.6, -0.2, -1.2, 0.1, 1.0, 0.0]):
+                pybullet.resetJointState(scene.arm.uid, joint, position, physicsClientId=scene.client)
+            scene.place_button(0, np.array([0.45, 0.1]))
+        for size in (24, 64):
+            fast, plain = (scene.render(size, multi_view=True) for scene in scenes)
+            assert np.array_equal(fast, plain)
+        front, _ = camera.snap(scenes[0].client, 64, scenes[0]._views[0], scenes[0]._projection)
+        assert not np.array_equal(front, scenes[0].render(64))  # the floor and table are not drawn in the scene itself
+    finally:
+        for scene in scenes:
+            scene.close()
+
+
+def test_joint_speed_is_proportional_to_the_action(envs: list[KukaButtonEnv]) -> None:
+    envs.append(env := make(action_joints=True))
+    speeds = []
+    for magnitude in (1.0, 0.25):
+        env.reset(seed=0)
+        before, _ = env.scene.arm.joint_state()
+        for _ in range(48):  # 0.2 s
+            env.step(np.array([0, magnitude, 0, -magnitude, 0, 0, 0], np.float32))
+        after, _ = env.scene.arm.joint_state()
+        speeds.append(np.abs(after - before)[[1, 3]] / 0.2)
+    assert speeds[0] == pytest.approx([0.35, 0.35], rel=0.1)  # the motors' top speed
+    assert speeds[1] == pytest.approx(speeds[0] / 4, rel=0.15)

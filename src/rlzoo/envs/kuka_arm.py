@@ -103,16 +103,20 @@ class KukaArm:
         self.target = self.workspace.clip(self.target + delta)
         self.command(self._inverse_kinematics(self.target))
 
-    def move_joints(self, delta: Vector) -> None:
-        """Command the arm joints to their current positions plus ``delta`` (clipped to the joint limits)."""
+    def move_joints(self, delta: Vector, position_gain: float = POSITION_GAIN) -> None:
+        """Command the arm joints to their current positions plus ``delta`` (clipped to the joint limits).
+
+        :param position_gain: the motors' gain: the speed they aim at is ``position_gain`` x error / time step (at most
+            :data:`MAX_VELOCITY`), so a low gain makes the speed proportional to ``delta``.
+        """
         positions, _ = self.joint_state()
-        self.command(np.clip(positions + delta, self.joint_low, self.joint_high))
+        self.command(np.clip(positions + delta, self.joint_low, self.joint_high), position_gain)
 
     def hold_rest_pose(self) -> None:
         """Command the arm joints to their rest positions."""
         self.command(np.array(REST_JOINTS[:ARM_JOINTS]))
 
-    def command(self, joint_targets: Vector) -> None:
+    def command(self, joint_targets: Vector, position_gain: float = POSITION_GAIN) -> None:
         """Position targets of the 7 arm joints, reached at most at :data:`MAX_VELOCITY`."""
         for joint, position in enumerate(joint_targets.tolist()):
             p.setJointMotorControl2(
@@ -123,7 +127,7 @@ class KukaArm:
                 targetVelocity=0.0,
                 force=MAX_FORCE,
                 maxVelocity=MAX_VELOCITY,
-                positionGain=POSITION_GAIN,
+                positionGain=position_gain,
                 velocityGain=VELOCITY_GAIN,
                 physicsClientId=self.client,
             )

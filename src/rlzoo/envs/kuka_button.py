@@ -16,8 +16,8 @@ from gymnasium import spaces
 from numpy.typing import NDArray
 
 from rlzoo.envs import kuka_rules as rules
-from rlzoo.envs.kuka_arm import ARM_JOINTS, LARGE_WORKSPACE, SMALL_WORKSPACE
-from rlzoo.envs.kuka_scene import TABLE_POSITION, ArmScene, goal_point
+from rlzoo.envs.kuka_arm import ARM_JOINTS, LARGE_WORKSPACE, MAX_VELOCITY, SMALL_WORKSPACE
+from rlzoo.envs.kuka_scene import TABLE_POSITION, TIMESTEP, ArmScene, goal_point
 
 Action: TypeAlias = "int | np.integer | NDArray[np.generic]"
 Observation: TypeAlias = NDArray[np.float32]
@@ -30,6 +30,9 @@ POSITION_BOUND = 2.0  # metres: bound of observed positions (the arm reaches abo
 ANGLE_BOUND = np.pi
 VELOCITY_BOUND = 10.0  # rad/s (the motors move at most 0.35 rad/s)
 TABLE_HALF_SIZE = (0.75, 0.5)  # the table top around TABLE_POSITION, for placed buttons
+# Motor gain of joint-space actions: a delta of DELTA_THETA (action 1) aims at MAX_VELOCITY, so joint speeds are
+# proportional to the action (with the Cartesian gain, 0.3, any action above 0.05 would move at full speed).
+JOINT_POSITION_GAIN = MAX_VELOCITY * TIMESTEP / rules.DELTA_THETA
 
 
 class KukaButtonEnv(gym.Env[Observation, Action]):
@@ -44,9 +47,9 @@ class KukaButtonEnv(gym.Env[Observation, Action]):
     (``force_down``, default) or up; the end-effector target moves 0.03 m (+ Gaussian noise, std 0.01) and the arm
     follows by inverse kinematics. ``continuous=True``: ``Box(-1, 1, (3,))``, the target moves 0.0035 m per unit
     (noise std 1e-4; z ≤ 0 with ``force_down``). ``action_joints=True``: ``Box(-1, 1, (7,))``, deltas of 0.1 rad per
-    unit (noise std 0.002) added to the current positions of the 7 arm joints; always continuous (``continuous`` is
-    then not used). The target is clipped to a box around the button (the original's); the joints move at most
-    0.35 rad/s.
+    unit (noise std 0.002) added to the current positions of the 7 arm joints, reached at a speed proportional to the
+    action (0.35 rad/s at 1); always continuous (``continuous`` is then not used). The Cartesian target is clipped to
+    a box around the button (the original's); the joints move at most 0.35 rad/s.
 
     ## Observation Space
     A float32 ``Box``, by ``arm_state``: ``"ground_truth"`` (default): gripper - goal point (3 values in [-2, 2]),
@@ -95,7 +98,8 @@ class KukaButtonEnv(gym.Env[Observation, Action]):
     - v0: first Gymnasium version: Gymnasium API (truncation instead of ``done``), one client per env closed by
       ``close()``, seeded through ``reset(seed=)``, snapshot restore instead of reloading the scene, a built button
       (pedestal and cap), the real joint states (the original's were constant), joint deltas from the current joint
-      positions, Gaussian random initial actions (the original drew one scalar).
+      positions at speeds proportional to the action, Gaussian random initial actions (the original drew one
+      scalar), ``max_steps`` in physics steps as the original.
     """
 
     # gymnasium.Env declares metadata an instance variable, so mypy refuses ClassVar here.
@@ -282,7 +286,7 @@ class KukaButtonEnv(gym.Env[Observation, Action]):
 
     def _apply(self, move: Vector) -> None:
         if self.action_mode == "joints":
-            self._scene.arm.move_joints(move)
+            self._scene.arm.move_joints(move, JOINT_POSITION_GAIN)
         else:
             self._scene.arm.move_cartesian(move)
 

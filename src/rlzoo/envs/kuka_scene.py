@@ -8,11 +8,11 @@ the fingers rest on the cap.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rlzoo.envs import kuka_camera as camera
 from rlzoo.envs.kuka_arm import SMALL_WORKSPACE, KukaArm, Workspace
 from rlzoo.envs.kuka_pybullet import data_path, p
 
@@ -27,27 +27,11 @@ CAP_RADIUS, CAP_HEIGHT = 0.09, 0.03
 GOAL_HEIGHT = 0.28  # goal point above the button's base (the original's BUTTON_DISTANCE_HEIGHT)
 PEDESTAL_COLOUR = (0.1, 0.6, 0.1, 1.0)
 CAP_COLOURS = ((1.0, 0.85, 0.0, 1.0), (0.1, 0.3, 1.0, 1.0))  # first button yellow, second blue
-FOV, NEAR, FAR = 60.0, 0.1, 100.0
 IDENTITY = (0.0, 0.0, 0.0, 1.0)
+# The bodies that never move, rendered once per image size and camera (rlzoo.envs.kuka_camera).
+STATIC_BODIES = (("plane.urdf", FLOOR_POSITION), ("table/table.urdf", TABLE_POSITION))
 
-Image = NDArray[np.uint8]
-
-
-@dataclass(frozen=True)
-class Camera:
-    """A camera looking at ``target`` from ``distance`` metres, at ``yaw`` and ``pitch`` degrees (z up)."""
-
-    target: tuple[float, float, float]
-    distance: float
-    yaw: float
-    pitch: float
-
-    def view_matrix(self) -> tuple[float, ...]:
-        return tuple(p.computeViewMatrixFromYawPitchRoll(self.target, self.distance, self.yaw, self.pitch, 0.0, 2))
-
-
-MAIN_CAMERA = Camera((0.316, -0.2, -0.1), 1.1, 145.0, -36.0)
-SIDE_CAMERA = Camera((0.316, 0.316, -0.105), 1.05, 32.0, -13.0)  # multi_view's second camera
+Image = camera.Image
 
 
 def goal_point(button_xy: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -61,23 +45,34 @@ class ArmScene:
     :param n_buttons: buttons to build (placed with :meth:`place_button`).
     :param workspace: the box of the arm's end-effector target.
     :param null_space: null-space inverse kinematics (see :class:`KukaArm`).
+    :param cached_background: render the floor and table once per image size and camera and only the moving bodies
+        in each image (the same image, faster: :mod:`rlzoo.envs.kuka_camera`); False renders the whole scene each time.
     """
 
-    def __init__(self, n_buttons: int = 1, workspace: Workspace = SMALL_WORKSPACE, null_space: bool = False) -> None:
+    def __init__(
+        self,
+        n_buttons: int = 1,
+        workspace: Workspace = SMALL_WORKSPACE,
+        null_space: bool = False,
+        cached_background: bool = True,
+    ) -> None:
         self.client: int = p.connect(p.DIRECT)
         try:
             p.setPhysicsEngineParameter(numSolverIterations=SOLVER_ITERATIONS, physicsClientId=self.client)
             p.setTimeStep(TIMESTEP, physicsClientId=self.client)
             p.setGravity(0.0, 0.0, GRAVITY, physicsClientId=self.client)
-            self.load_urdf("plane.urdf", FLOOR_POSITION)
-            self.table = self.load_urdf(os.path.join("table", "table.urdf"), TABLE_POSITION)
+            self.floor, self.table = (self.load_urdf(name, position) for name, position in STATIC_BODIES)
             self.buttons = [self._make_button(CAP_COLOURS[i % len(CAP_COLOURS)]) for i in range(n_buttons)]
             self.arm = KukaArm(self.client, workspace, null_space)
         except BaseException:
             self.close()
             raise
-        self._views = (MAIN_CAMERA.view_matrix(), SIDE_CAMERA.view_matrix())
-        self._projection = tuple(p.computeProjectionMatrixFOV(FOV, 1.0, NEAR, FAR))
+        self._views = tuple(c.view_matrix() for c in camera.CAMERAS)
+        self._projection = camera.projection_matrix()
+        self._background = camera.Background(STATIC_BODIES) if cached_background else None
+        if cached_background:
+            for uid in (self.floor, self.table):
+                camera.hide(self.client, uid)
 
     @property
     def connected(self) -> bool:
@@ -161,12 +156,11 @@ class ArmScene:
         """:return: a ``size`` x ``size`` RGB image from the main camera (TinyRenderer), or with ``multi_view`` the
         main and the side camera's images stacked on the channel axis (6 channels)."""
         views = self._views if multi_view else self._views[:1]
-        images = [self._snap(size, view) for view in views]
+        images = [self._image(size, view) for view in views]
         return images[0] if len(images) == 1 else np.concatenate(images, axis=2)
 
-    def _snap(self, size: int, view: tuple[float, ...]) -> Image:
-        _, _, rgba, _, _ = p.getCameraImage(
-            size, size, view, self._projection, renderer=p.ER_TINY_RENDERER,
-            flags=p.ER_NO_SEGMENTATION_MASK, physicsClientId=self.client,
-        )  # fmt: skip
-        return np.asarray(rgba, dtype=np.uint8).reshape(size, size, 4)[:, :, :3].copy()
+    def _image(self, size: int, view: camera.Matrix) -> Image:
+        front = camera.snap(self.client, size, view, self._projection)
+        if self._background is None:
+            return front[0].copy()
+        return self._background.composite(front, size, view, self._projection)
