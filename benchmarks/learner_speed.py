@@ -19,9 +19,15 @@ compilation included), steady steps/s over its second half, the time from launch
 Returns (``--returns``): ``python -m rlzoo.train`` itself for each option and seed at the case's fixed budget
 (``env.random_target=true``, 100 test episodes), SB3 and SBX side by side: mean test return and wall seconds.
 
+Headline (``--headline``): the README's ``python -m rlzoo.train algo=sac env=MobileRobot`` as a user types it (its
+tuned pair: 50k steps, then 100 deterministic test episodes) and ``algo=sbx_sac``, each seed, alternating: mean
+test return, wall and CPU seconds of the whole command (start-up and test episodes included). Start-up (always
+printed first): the wall time of ``python -m rlzoo.train algo=sac env=MobileRobot --cfg job``, median of 5.
+
     python benchmarks/learner_speed.py                                  # speed, all cases, 3 repeats (~30 min)
     python benchmarks/learner_speed.py --cases sac crossq --repeats 1   # a subset
     python benchmarks/learner_speed.py --returns --cases sac ppo        # returns at the budget, 3 seeds (~25 min)
+    python benchmarks/learner_speed.py --headline                       # the README's headline, 3 seeds (~25 min)
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -204,6 +211,48 @@ def returns(cases: list[str], seeds: list[int]) -> dict[str, Any]:
     return results
 
 
+def start_up(repeats: int = 5) -> float:
+    """Median wall seconds of ``python -m rlzoo.train algo=sac env=MobileRobot --cfg job`` (compose and print)."""
+    command = [sys.executable, "-m", "rlzoo.train", "algo=sac", "env=MobileRobot", "--cfg", "job"]
+    walls = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run(command, capture_output=True, check=True)
+        walls.append(time.perf_counter() - started)
+    print(f"start-up: {' '.join(command[1:])}: median {statistics.median(walls):.2f} s of {repeats}", flush=True)
+    return statistics.median(walls)
+
+
+def headline(options: list[str], seeds: list[int]) -> dict[str, Any]:
+    """The README's headline command per option and seed, as typed (no overrides but the seed and run dir)."""
+    rows: dict[str, list[dict[str, Any]]] = {option: [] for option in options}
+    for seed in seeds:
+        for option in options:
+            with tempfile.TemporaryDirectory(prefix="headline_") as folder:
+                run_dir = Path(folder) / "run"
+                command = [sys.executable, "-m", "rlzoo.train", f"algo={option}", "env=MobileRobot", f"seed={seed}",
+                           f"hydra.run.dir={run_dir}"]  # fmt: skip
+                before, started = load(), time.perf_counter()
+                cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                proc = subprocess.run(command, capture_output=True, text=True, check=False)
+                wall, cpu_after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+                if proc.returncode:
+                    sys.exit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
+                metrics = json.loads((run_dir / "metrics.json").read_text())
+            cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
+            row = {"seed": seed, "mean_return": metrics["test/mean_return"], "wall_s": wall, "cpu_s": cpu,
+                   "steps": metrics["train/timesteps"], "load": before}  # fmt: skip
+            rows[option].append(row)
+            print(f"[headline] algo={option:8s} seed {seed}: test return {row['mean_return']:7.2f} (100 episodes)  "
+                  f"wall {wall:6.1f} s  cpu {cpu:6.1f} s  load {before}", flush=True)  # fmt: skip
+    for option, runs in rows.items():
+        means = [r["mean_return"] for r in runs]
+        print(f"headline algo={option:8s} return {statistics.mean(means):7.2f} "
+              f"({' / '.join(f'{m:.1f}' for m in means)})  wall max {max(r['wall_s'] for r in runs):6.1f} s  "
+              f"cpu max {max(r['cpu_s'] for r in runs):6.1f} s")  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), help="default: all (speed), sac ppo (returns)")
@@ -216,6 +265,7 @@ def main() -> None:
         help="XLA CPU intra-op threads (one: rlzoo's default)",
     )
     parser.add_argument("--returns", action="store_true", help="test returns at each case's budget instead of speed")
+    parser.add_argument("--headline", action="store_true", help="the README's headline command, SB3 and SBX")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=Path("bench_out/learner_speed.json"))
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -225,10 +275,13 @@ def main() -> None:
         print("RESULT " + json.dumps(child(spec["option"], spec["overrides"], spec["steps"], spec["launched"])))
         return
     print(f"load at the start: {load()}", flush=True)
-    if args.returns:
-        results = returns(args.cases or ["sac", "ppo"], args.seeds)
+    results: dict[str, Any] = {"start_up_s": start_up()}
+    if args.headline:
+        results |= headline(["sac", "sbx_sac"], args.seeds)
+    elif args.returns:
+        results |= returns(args.cases or ["sac", "ppo"], args.seeds)
     else:
-        results = speed(args.cases or list(CASES), args.repeats, args.steps_scale, args.xla_threads)
+        results |= speed(args.cases or list(CASES), args.repeats, args.steps_scale, args.xla_threads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(f"raw results: {args.out}")

@@ -10,20 +10,23 @@ import csv
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import hydra.utils
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
+from conftest import TINY_ALGO_RUNS, TINY_OFF_POLICY, TINY_ON_POLICY, TINY_RUN, Compose
 from extras import require_extra
+from rlzoo import preset
 from rlzoo.algos import jax_backend
 from rlzoo.algos.factory import build_algorithm_factory
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.rundir import RunDir
 from rlzoo.train import train
+from test_agents import drive, learn_twin
 
 sbx = require_extra("sbx", "jax")
 
@@ -174,3 +177,31 @@ def test_one_xla_thread_unless_the_user_sets_xla_flags(monkeypatch: pytest.Monke
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
     build_algorithm_factory(compose(["algo=sbx_sac"]).algo)
     assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=1"
+
+
+def network_parameters(policy: Any) -> list[np.ndarray]:
+    """Every network parameter of an SBX policy (actor, and critic or value function: flax train states) as arrays."""
+    import jax
+
+    states = [policy.actor_state, policy.qf_state if hasattr(policy, "qf_state") else policy.vf_state]
+    return [np.asarray(leaf) for state in states for leaf in jax.tree_util.tree_leaves(state.params)]
+
+
+@pytest.mark.parametrize(
+    ("algo", "env", "overrides", "steps"),
+    [
+        ("sbx_ppo", "CartPole", [*TINY_ON_POLICY, "algo.batch_size=16", "algo.n_epochs=2"], 96),
+        ("sbx_ppo", "Pendulum", [*TINY_ON_POLICY, "algo.batch_size=16", "+env.max_episode_steps=20"], 64),
+        ("sbx_sac", "Pendulum", [*TINY_OFF_POLICY, "+env.max_episode_steps=30"], 120),
+    ],
+    ids=["ppo-discrete", "ppo-time-limit", "sac"],
+)
+def test_training_agent_learns_as_sbx_learn(algo: str, env: str, overrides: list[str], steps: int) -> None:
+    """The training-agent API drives SBX models as SB3's: a user's loop over ``act`` ends with the weights of
+    ``learn()`` (PPO's policy and value run in JAX, as in SBX's own rollout collection)."""
+    bound = preset(algo, *overrides, verbose=0).env(env)
+    agent = drive(bound, steps)
+    assert agent.model.num_timesteps == steps and agent.model._n_updates > 0
+    mine, theirs = network_parameters(agent.model.policy), network_parameters(learn_twin(bound, steps))
+    assert len(mine) == len(theirs) > 0
+    assert all(np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True))

@@ -13,6 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rlzoo.config import compose_config
 from rlzoo.errors import ConfigError
+from rlzoo.experiment.replay import load_run
 from rlzoo.srl.collection import make_collection_env
 from rlzoo.srl.dataset import load_dataset
 from rlzoo.srl.encoder import find_encoder, load_encoder
@@ -153,6 +154,15 @@ def test_rl_on_a_learned_encoder_and_latest(
     config = (tmp_path / "rl" / "config.yaml").read_text()
     assert f"checkpoint: {newer.resolve()}" in config and "checkpoint: latest" not in config  # pinned
     assert (tmp_path / "rl" / "obs_norm.npz").is_file()  # states are normalised after the encoder
+
+
+def test_frame_stack_stacks_encoded_states(encoders: dict[str, tuple[Path, dict[str, float]]], tmp_path: Path) -> None:
+    """``env.frame_stack`` stacks the encoder's states (the encoder reads one image at a time)."""
+    splits = encoders["srl_splits"][0]
+    state_dim = load_encoder(splits).state_dim
+    _rl(tmp_path / "rl", splits, ("+env.frame_stack=2",))
+    model = load_run(tmp_path / "rl").model
+    assert model.observation_space.shape == (2 * state_dim,)
 
 
 def test_mismatched_checkpoints_fail_before_the_run(

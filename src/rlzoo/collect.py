@@ -162,8 +162,8 @@ def _check(spec: EnvSpec, image_size: int, policy: collection.Policy) -> dict[st
 
 
 def _ground_truth_names(info: dict[str, Any], size: int) -> list[str]:
-    if collection.ROBOT in info and size == 2:
-        return ["robot_x", "robot_y"]
+    if collection.ROBOT in info and size in (2, 3):  # (x, y): MobileRobot; (x, y, z): the arm's gripper
+        return [f"robot_{axis}" for axis in "xyz"[:size]]
     return [f"state_{i}" for i in range(size)]
 
 

@@ -16,16 +16,15 @@ import hydra
 import imageio.v2 as imageio
 import numpy as np
 import torch
-from gymnasium import spaces
-from matplotlib.figure import Figure
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.replay import FINAL, LATEST, Episode, LoadedRun, load_run, model_folder, open_run, run_episodes
+from rlzoo.experiment.replay import FINAL, LATEST, LoadedRun, load_run, model_folder, open_run, run_episodes
 from rlzoo.experiment.rundir import MODEL, RunDir
 from rlzoo.files import atomic_write_text
+from rlzoo.replay_plots import plot_actions, plot_trajectories
 from rlzoo.schema import at_least, parse
 
 PLOTS = ("trajectory", "action_probabilities")
@@ -126,10 +125,11 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
         for fmt in settings.video_formats:
             files.append(write_video(out / f"{loaded.label}.{fmt}", frames, fps))
     if "trajectory" in settings.plot:
-        files.append(plot_trajectories(loaded, episodes, out / f"{loaded.label}_trajectory.png"))
+        files.append(plot_trajectories(episodes, _title(loaded), out / f"{loaded.label}_trajectory.png"))
     if "action_probabilities" in settings.plot:
         name = "action_probabilities" if episodes[0].probabilities is not None else "actions"
-        files.append(plot_actions(loaded, episodes, out / f"{loaded.label}_{name}.png"))
+        path = out / f"{loaded.label}_{name}.png"
+        files.append(plot_actions(episodes, loaded.model.action_space, _title(loaded), path))
     log("  wrote " + ", ".join(str(f) for f in files))
     return Replay(loaded.label, returns.tolist(), lengths, files)
 
@@ -212,64 +212,6 @@ def write_video(path: Path, frames: Sequence[np.ndarray], fps: int, min_size: in
         imageio.mimsave(path, images, duration=1000 / fps, loop=0)
     else:
         imageio.mimwrite(path, images, fps=fps, codec="libx264", macro_block_size=1)
-    return path
-
-
-def plot_trajectories(loaded: LoadedRun, episodes: Sequence[Episode], path: Path) -> Path:
-    """The robot's path in ground-truth space, one line per episode (start: circle, end: cross), targets: stars."""
-    fig = Figure(figsize=(6, 6), layout="constrained")
-    ax = fig.subplots()
-    for i, episode in enumerate(episodes):
-        assert episode.robot is not None
-        xy = episode.robot if episode.robot.shape[1] > 1 else np.c_[np.arange(len(episode.robot)), episode.robot]
-        (line,) = ax.plot(xy[:, 0], xy[:, 1], lw=1.2, alpha=0.8, label=f"episode {i}: return {episode.ret:.1f}")
-        ax.plot(*xy[0, :2], "o", color=line.get_color(), ms=6)
-        ax.plot(*xy[-1, :2], "x", color=line.get_color(), ms=7)
-        if episode.targets is not None and episode.robot.shape[1] > 1:
-            targets = np.unique(np.round(episode.targets[:, :2], 6), axis=0)
-            ax.plot(targets[:, 0], targets[:, 1], "*", color=line.get_color(), ms=16, mec="black")
-    one_d = episodes[0].robot is not None and episodes[0].robot.shape[1] == 1
-    ax.set(xlabel="step" if one_d else "x (ground truth)", ylabel="position" if one_d else "y (ground truth)")
-    if not one_d:
-        ax.set_aspect("equal", adjustable="datalim")
-    ax.set_title(f"Trajectories: {_title(loaded)}\nstart: circle, end: cross, target: star", fontsize=10)
-    ax.grid(alpha=0.3)
-    if len(episodes) <= 10:
-        ax.legend(fontsize=8, loc="best")
-    fig.savefig(path, dpi=100)
-    return path
-
-
-def plot_actions(loaded: LoadedRun, episodes: Sequence[Episode], path: Path, max_episodes: int = 3) -> Path:
-    """Per step, the probability of each discrete action; or the action taken, for policies without a distribution
-    (DQN, ARS, recurrent policies) and continuous actions (one line per dimension). One panel per episode (the
-    first ``max_episodes``)."""
-    shown = list(episodes[:max_episodes])
-    fig = Figure(figsize=(8, 2.4 * len(shown) + 0.6), layout="constrained")
-    axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False)[:, 0]
-    space = loaded.model.action_space
-    n_discrete = int(space.n) if isinstance(space, spaces.Discrete) else None
-    for i, (ax, episode) in enumerate(zip(axes, shown, strict=True)):
-        steps = np.arange(episode.length)
-        if episode.probabilities is not None:
-            for k in range(episode.probabilities.shape[1]):
-                ax.plot(steps, episode.probabilities[:, k], lw=1.2, drawstyle="steps-post", label=f"action {k}")
-            ax.set(ylabel="probability", ylim=(-0.02, 1.02))
-        elif n_discrete is not None:
-            ax.plot(steps, episode.actions, lw=1.2, drawstyle="steps-post", marker=".", label="action taken")
-            ax.set(ylabel="action", yticks=range(n_discrete), ylim=(-0.3, n_discrete - 0.7))
-        else:
-            values = episode.actions.reshape(episode.length, -1)
-            for k in range(values.shape[1]):
-                ax.plot(steps, values[:, k], lw=1.2, drawstyle="steps-post", label=f"action[{k}]")
-            ax.set_ylabel("action")
-        ax.set_title(f"episode {i}: return {episode.ret:.1f}", fontsize=9)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, ncol=6, loc="upper right")
-    axes[-1].set_xlabel("step")
-    what = "Action probabilities" if shown[0].probabilities is not None else "Actions taken"
-    fig.suptitle(f"{what}: {_title(loaded)}", fontsize=10)
-    fig.savefig(path, dpi=100)
     return path
 
 

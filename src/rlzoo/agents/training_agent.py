@@ -23,6 +23,7 @@ from stable_baselines3.common.utils import obs_as_tensor, should_collect_more_st
 
 from rlzoo.agents.held import HeldVecEnv
 from rlzoo.agents.state import State, StateArray
+from rlzoo.algos.jax_backend import is_jax_class
 from rlzoo.errors import ConfigError
 
 
@@ -132,9 +133,7 @@ class OnPolicyAgent(TrainingAgent):
                 model.policy.reset_noise(n)
         if model.use_sde and model.sde_sample_freq > 0 and self._n_steps % model.sde_sample_freq == 0:
             model.policy.reset_noise(n)
-        with th.no_grad():
-            actions, values, log_probs = model.policy(obs_as_tensor(model._last_obs, model.device))  # type: ignore[arg-type]
-        actions = actions.cpu().numpy()
+        actions, values, log_probs = self._policy_outputs(model._last_obs)
         clipped = actions
         if isinstance(model.action_space, spaces.Box):
             if model.policy.squash_output:
@@ -155,22 +154,55 @@ class OnPolicyAgent(TrainingAgent):
         for idx, done in enumerate(dones):  # a time limit is not a terminal state: bootstrap its value
             terminal = infos[idx].get("terminal_observation")
             if done and terminal is not None and infos[idx].get("TimeLimit.truncated", False):
-                with th.no_grad():
-                    terminal_value = model.policy.predict_values(model.policy.obs_to_tensor(terminal)[0])[0]
-                rewards[idx] += model.gamma * terminal_value
+                rewards[idx] += model.gamma * self._terminal_value(terminal)
         model.rollout_buffer.add(model._last_obs, actions, rewards, model._last_episode_starts, values, log_probs)  # type: ignore[arg-type]
         model._last_obs, model._last_episode_starts = new_obs, dones
         if self._n_steps < model.n_steps:
             return
-        with th.no_grad():
-            last_values = model.policy.predict_values(obs_as_tensor(new_obs, model.device))
-        model.rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
+        model.rollout_buffer.compute_returns_and_advantage(last_values=self._values(new_obs), dones=dones)
         self._iteration += 1
         model._update_current_progress_remaining(model.num_timesteps, model._total_timesteps)
         if self.log_interval and self._iteration % self.log_interval == 0:
             model.dump_logs(self._iteration)
         model.train()
         self._n_steps = 0
+
+    def _policy_outputs(self, observations: Any) -> tuple[np.ndarray, th.Tensor, th.Tensor]:
+        """:return: sampled actions, their value estimates and log-probabilities, for a batch of observations."""
+        with th.no_grad():
+            actions, values, log_probs = self.model.policy(obs_as_tensor(observations, self.model.device))
+        return actions.cpu().numpy(), values, log_probs
+
+    def _values(self, observations: Any) -> th.Tensor:
+        """:return: the value estimates of a batch of observations."""
+        with th.no_grad():
+            return self.model.policy.predict_values(obs_as_tensor(observations, self.model.device))
+
+    def _terminal_value(self, observation: Any) -> float:
+        """:return: the value estimate of one episode's last observation (an episode cut by a time limit)."""
+        with th.no_grad():
+            return float(self.model.policy.predict_values(self.model.policy.obs_to_tensor(observation)[0])[0])
+
+
+class JaxOnPolicyAgent(OnPolicyAgent):
+    """SBX's PPO: the policy and value networks run in JAX (``predict_all``, ``vf.apply``), as in SBX's own
+    ``collect_rollouts``; the rollout buffer and ``train()`` are as for SB3."""
+
+    def _policy_outputs(self, observations: Any) -> tuple[np.ndarray, th.Tensor, th.Tensor]:
+        model = self.model
+        policy: Any = model.policy
+        if not model.use_sde or isinstance(model.action_space, spaces.Discrete):
+            policy.reset_noise()  # a new key: a new stochastic action
+        actions, log_probs, values = policy.predict_all(policy.prepare_obs(observations)[0], policy.noise_key)
+        return np.array(actions), th.as_tensor(np.array(values)), th.as_tensor(np.array(log_probs))
+
+    def _values(self, observations: Any) -> th.Tensor:
+        model: Any = self.model
+        values = model.vf.apply(model.policy.vf_state.params, model.policy.prepare_obs(observations)[0])
+        return th.as_tensor(np.array(values).flatten())
+
+    def _terminal_value(self, observation: Any) -> float:
+        return float(self._values(observation)[0])
 
 
 class OffPolicyAgent(TrainingAgent):
@@ -226,7 +258,8 @@ def training_agent(model: BaseAlgorithm, held: HeldVecEnv, train_steps: int) -> 
     if isinstance(model, OnPolicyAlgorithm):
         if isinstance(model.policy, RecurrentActorCriticPolicy):
             raise ConfigError(f"{name}: recurrent policies have no training agent; train with run_experiment")
-        return OnPolicyAgent(model, held, train_steps)
+        agent_class = JaxOnPolicyAgent if is_jax_class(type(model)) else OnPolicyAgent
+        return agent_class(model, held, train_steps)
     if isinstance(model, OffPolicyAlgorithm):
         if model.n_envs > 1 and model.train_freq.unit != TrainFrequencyUnit.STEP:  # type: ignore[union-attr]
             raise ConfigError(f"{name}: train_freq in episodes needs n_envs=1 (as in SB3)")

@@ -15,6 +15,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlzoo.errors import ConfigError
+
 # Discrete actions of the arm envs.
 MINUS_X, PLUS_X, MINUS_Y, PLUS_Y, DOWN, UP = range(6)
 
@@ -40,19 +42,24 @@ class TowardButton:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.random_fraction <= 1.0:
-            raise ValueError(f"random_fraction={self.random_fraction!r} must lie in [0, 1]")
+            raise ConfigError(f"collect_policy.random_fraction={self.random_fraction!r} must lie in [0, 1]")
 
     def __call__(self, info: dict[str, Any], action_space: gym.Space, rng: np.random.Generator) -> Any:
         if rng.random() < self.random_fraction:
             return action_space.sample()
         error = np.asarray(info["target_position"], dtype=np.float64) - np.asarray(info["robot_position"])
+        if error.shape != (3,):
+            raise ConfigError(
+                f"collect_policy=toward_button moves an arm's gripper in (x, y, z), but the env reports "
+                f"{error.size}-D positions; with a MobileRobot env use collect_policy=toward_target"
+            )
         over = float(np.hypot(error[0], error[1])) < self.press_radius
         if isinstance(action_space, spaces.Discrete):
             return self._discrete(error, over)
         if action_space.shape != (3,):
-            raise ValueError(
-                f"TowardButton drives Cartesian actions, not {action_space}: with action_joints=true collect with "
-                "collect_policy=random or an agent"
+            raise ConfigError(
+                f"collect_policy=toward_button drives Cartesian actions (discrete or Box of shape (3,)), not "
+                f"{action_space}: with env.action_joints=true collect with collect_policy=random or an agent"
             )
         dz = -1.0 if over else float(np.clip((error[2] + self.hover) / self.gain, -1.0, 1.0 if self.lift else 0.0))
         xy = np.clip(error[:2] / self.gain, -1.0, 1.0)

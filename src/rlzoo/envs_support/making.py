@@ -82,6 +82,8 @@ def make(spec: EnvSpec, extra_kwargs: dict[str, Any] | None = None, *, training:
         raise missing_dependency(spec.id, error) from None
     except TypeError as error:
         raise ConfigError(f"env {spec.id} rejected its arguments {kwargs}: {error}") from None
+    except ValueError as error:  # a constructor's check of its arguments' values (Gymnasium's convention)
+        raise ConfigError(f"env {spec.id} rejected its arguments: {error}") from None
     if options.atari is not None:
         env = atari(env, options.atari, options.frame_skip or ATARI_FRAME_SKIP, training)
     elif options.frame_skip is not None and options.frame_skip > 1 and not native_skip:

@@ -119,9 +119,11 @@ def vec_env(
         ]
         venv = VEC_ENV_CLASSES[kind](makers)
         venv.seed(seed)
-    if spec.options.frame_stack > 1:  # env.frame_stack (Atari: 4)
+    if representation.vec_wrapper is not None:  # a learned encoder reads single images
+        venv = representation.vec_wrapper(venv)
+    if spec.options.frame_stack > 1:  # env.frame_stack (Atari: 4): consecutive states, after the representation
         venv = VecFrameStack(venv, spec.options.frame_stack)
-    return representation.vec_wrapper(venv) if representation.vec_wrapper is not None else venv
+    return venv
 
 
 def load_model(algo_class: type[BaseAlgorithm], path: Path, **kwargs: Any) -> BaseAlgorithm:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -13,6 +14,9 @@ from rlzoo.envs_support.extras import atari_hint, ensure_registered
 from rlzoo.envs_support.options import EnvOptions
 from rlzoo.errors import ConfigError
 from rlzoo.signature import check_keywords
+
+if TYPE_CHECKING:
+    from rlzoo.srl.representation import Representation
 
 MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")  # gymnasium.make's own, not the env constructor's
 
@@ -63,11 +67,10 @@ def check_env_id(env_id: str) -> str:
     raise ConfigError(f"env.id={env_id!r} is not a registered Gymnasium id{hint}")
 
 
-def check_env(spec: EnvSpec, representation_name: str = "", make_kwargs: dict[str, Any] | None = None) -> None:
-    """Check the id, every keyword against the env constructor's signature and type hints, and the render mode a
-    representation needs against the env's ``metadata["render_modes"]``, without making the env.
-
-    :param make_kwargs: the representation's extra keywords (``render_mode="rgb_array"`` for pixels).
+def check_env(spec: EnvSpec, representation: Representation | None = None) -> None:
+    """Check the id, every keyword against the env constructor's signature and type hints, and the keywords a
+    representation adds (``render_mode="rgb_array"`` for pixels, ``arm_state`` ...) against the constructor and the
+    env's ``metadata["render_modes"]``, without making the env.
     """
     from rlzoo.envs_support.making import env_creator
 
@@ -80,10 +83,26 @@ def check_env(spec: EnvSpec, representation_name: str = "", make_kwargs: dict[st
         check_keywords(creator, spec.kwargs, prefix="env.", owner=owner, also_allowed=MAKE_KEYWORDS)
     except ConfigError as error:
         raise ConfigError(f"env {spec.id} rejected its arguments {spec.kwargs}: {error}") from None
-    render_mode = (make_kwargs or {}).get("render_mode")
+    if representation is not None:
+        _check_representation_keywords(spec.id, creator, representation)
+
+
+def _check_representation_keywords(env_id: str, creator: Any, representation: Representation) -> None:
+    """The representation's ``gymnasium.make`` keywords: a render mode the env offers, keywords it takes."""
+    name, make_kwargs = representation.name, representation.make_kwargs
+    render_mode = make_kwargs.get("render_mode")
     modes = getattr(creator, "metadata", {}).get("render_modes")
     if render_mode is not None and modes is not None and render_mode not in modes:
         raise ConfigError(
-            f"srl_model={representation_name} needs render_mode={render_mode!r}, which {spec.id} does not offer "
+            f"srl_model={name} needs render_mode={render_mode!r}, which {env_id} does not offer "
             f"(its render modes: {', '.join(modes) or 'none'})"
         )
+    own = {k: v for k, v in make_kwargs.items() if k != "render_mode"}  # render modes: checked above
+    if not own:
+        return
+    parameters = inspect.signature(creator).parameters
+    refused = [k for k in own if k not in parameters]
+    if refused and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        envs = representation.envs or "an env"
+        raise ConfigError(f"srl_model={name} needs {envs} taking {', '.join(refused)}; env {env_id} does not")
+    check_keywords(creator, own, prefix=f"srl_model={name}: make_kwargs.", owner=getattr(creator, "__name__", env_id))

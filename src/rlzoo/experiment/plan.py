@@ -87,7 +87,7 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     spec = spec.with_kwargs(**fit_action_type(spec.kwargs, factory.algo_class))
     values["srl_model"] = pin_representation(values["srl_model"], spec.id)
     representation = Representation.from_values(values["srl_model"])
-    check_env(spec, representation.name, representation.make_kwargs)
+    check_env(spec, representation)
     spec, observing = observe(spec, representation, settings.normalize)  # recorded: env.observation, normalize
     settings = dataclasses.replace(settings, normalize=observing.normalize)
     values["env"], values["normalize"] = spec.values(), observing.normalize

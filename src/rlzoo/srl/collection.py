@@ -52,7 +52,13 @@ class TowardTarget:
     def __call__(self, info: dict[str, Any], action_space: gym.Space, rng: np.random.Generator) -> Any:
         if rng.random() < self.random_fraction:
             return action_space.sample()
-        dx, dy = np.asarray(info[TARGET]) - np.asarray(info[ROBOT])
+        error = np.asarray(info[TARGET], dtype=np.float64) - np.asarray(info[ROBOT], dtype=np.float64)
+        if error.shape != (2,):
+            raise ConfigError(
+                f"collect_policy=toward_target moves a MobileRobot in (x, y), but the env reports "
+                f"{error.size}-D positions; with an arm env (rlzoo/Kuka*-v0) use collect_policy=toward_button"
+            )
+        dx, dy = error
         if isinstance(action_space, spaces.Box):
             return np.clip(np.array([dx, dy]) / 0.1, -1.0, 1.0).astype(action_space.dtype)
         n = int(action_space.n)  # type: ignore[attr-defined]

@@ -73,7 +73,9 @@ class Dataset:
         names = list(self.metadata["ground_truth_names"])
         if self.target_positions is None:
             return self.ground_truth, names
-        return np.concatenate([self.ground_truth, self.target_positions], axis=1), [*names, "target_x", "target_y"]
+        width = self.target_positions.shape[1]  # (x, y), or (x, y, z) for the arm envs
+        target = [f"target_{axis}" for axis in "xyz"[:width]] if width <= 3 else [f"target_{i}" for i in range(width)]
+        return np.concatenate([self.ground_truth, self.target_positions], axis=1), [*names, *target]
 
 
 def save_dataset(folder: Path, arrays: dict[str, np.ndarray], metadata: dict[str, Any]) -> None:

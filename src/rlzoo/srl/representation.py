@@ -22,6 +22,8 @@ class Representation:
 
     :param name: the ``srl_model`` option (``ground_truth``, ``raw_pixels``, ``srl_splits`` ...).
     :param policy_family: ``Mlp`` (vector states) or ``Cnn`` (images).
+    :param envs: the envs whose constructor takes ``make_kwargs`` (``an arm env (rlzoo/Kuka*-v0)``), for messages;
+        empty when any env fits.
     """
 
     name: str
@@ -29,6 +31,7 @@ class Representation:
     make_kwargs: dict[str, Any]
     observation_wrapper: Callable[[gym.Env], gym.Env] | None
     vec_wrapper: Callable[[VecEnv], VecEnv] | None
+    envs: str = ""
 
     @property
     def renders(self) -> bool:
@@ -49,6 +52,7 @@ class Representation:
             make_kwargs=dict(instantiate(srl_values.get("make_kwargs")) or {}),
             observation_wrapper=instantiate(srl_values.get("observation_wrapper")),
             vec_wrapper=instantiate(srl_values.get("vec_wrapper")),
+            envs=str(srl_values.get("envs") or ""),
         )
 
 

@@ -18,8 +18,8 @@ vec env's ``step``/``reset`` calls are timed: the env share is their time over `
 in wall-clock and in CPU seconds (one torch thread). Goals: pixels at 64² at least 5x the straightforward 224² rate;
 ground-truth steps never render; env share of SAC training at most 20 %.
 
-    python benchmarks/kuka_speed.py                                 # ~5 min on 2 cores
-    python benchmarks/kuka_speed.py --steps 1000 --sac-steps 1000   # smoke run
+    python benchmarks/arm_speed.py                                  # ~5 min on 2 cores
+    python benchmarks/arm_speed.py --steps 1000 --sac-steps 1000    # smoke run
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5, help="alternating chunks the measurements are split into")
     parser.add_argument("--sac-steps", type=int, default=10_000, help="agent steps of the SAC run")
-    parser.add_argument("--out", type=Path, default=Path("bench_out/kuka_speed.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench_out/arm_speed.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
 
