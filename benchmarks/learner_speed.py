@@ -266,6 +266,7 @@ def main() -> None:
     )
     parser.add_argument("--returns", action="store_true", help="test returns at each case's budget instead of speed")
     parser.add_argument("--headline", action="store_true", help="the README's headline command, SB3 and SBX")
+    parser.add_argument("--options", nargs="+", default=["sac", "sbx_sac"], help="algo options of --headline")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=Path("bench_out/learner_speed.json"))
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -277,7 +278,7 @@ def main() -> None:
     print(f"load at the start: {load()}", flush=True)
     results: dict[str, Any] = {"start_up_s": start_up()}
     if args.headline:
-        results |= headline(["sac", "sbx_sac"], args.seeds)
+        results |= headline(args.options, args.seeds)
     elif args.returns:
         results |= returns(args.cases or ["sac", "ppo"], args.seeds)
     else:
