@@ -1,4 +1,5 @@
-"""Learning checks of the tuned SAC pairs on KukaButton (slow: ``pytest -m slow tests/test_kuka_learning.py``).
+"""Learning checks of the tuned pairs on KukaButton: SAC with Cartesian actions, TQC with joint-space actions (slow:
+``pytest -m slow tests/test_kuka_learning.py``).
 
 Each trains with ``python -m rlzoo.train``'s config and the tuned pair, then plays 100 deterministic test episodes with
 the run's model in the run's test env (its representation, frame stack and frozen normalisation, as in the run's own
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import Compose
@@ -29,6 +31,7 @@ def success_rate(run_dir: Path, episodes: int = TEST_EPISODES, seed: int = 10_00
     successes, ended = 0, 0
     obs = venv.reset()
     while ended < episodes:
+        assert isinstance(obs, np.ndarray)  # ground truth: one array
         action, _ = run.model.predict(obs, deterministic=True)
         obs, _, dones, infos = venv.step(action)
         if dones[0]:
@@ -42,12 +45,14 @@ def success_rate(run_dir: Path, episodes: int = TEST_EPISODES, seed: int = 10_00
 @pytest.mark.parametrize(
     "overrides",
     [
-        ["env=KukaButton", "env.random_target=true"],  # Cartesian actions (SAC: continuous: null -> true)
-        ["env=KukaButton", "algo_env=sac_KukaButtonJoints"],  # joint-space actions
+        # Cartesian actions: SAC resolves continuous: null to true; the pair sac_KukaButton applies by itself.
+        ["algo=sac", "env=KukaButton", "env.random_target=true"],
+        # Joint-space actions, fixed button: TQC with the pair tqc_KukaButtonJoints (selected explicitly).
+        ["algo=tqc", "env=KukaButton", "algo_env=tqc_KukaButtonJoints"],
     ],
-    ids=["cartesian_random_target", "joints"],
+    ids=["sac_cartesian_random_target", "tqc_joints"],
 )
-def test_sac_presses_the_button(overrides: list[str], compose: Compose, tmp_path: Path) -> None:
+def test_arm_presses_the_button(overrides: list[str], compose: Compose, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    train(compose(["algo=sac", *overrides, "test_episodes=1", "checkpoint_freq=0", "verbose=0"], run_dir=run_dir))
+    train(compose([*overrides, "test_episodes=1", "checkpoint_freq=0", "verbose=0"], run_dir=run_dir))
     assert success_rate(run_dir) >= 0.9
