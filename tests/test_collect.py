@@ -42,6 +42,14 @@ def test_dataset_round_trip(tmp_path: Path) -> None:
         assert reward == data.rewards[t]
 
 
+def test_episode_budget_collects_whole_episodes(tmp_path: Path) -> None:
+    """``n_episodes``: whole episodes, whichever of the two budgets comes first."""
+    data = load_dataset(make_dataset(tmp_path / "e", ["n_episodes=3", "n_samples=1000"]) / "dataset.npz")
+    assert data.metadata["n_episodes"] == 3 and len(data) == 750  # MobileRobot: 250 frames an episode
+    capped = load_dataset(make_dataset(tmp_path / "f", ["n_episodes=3", "n_samples=300"]) / "dataset.npz")
+    assert capped.metadata["n_episodes"] == 2 and len(capped) == 300
+
+
 def test_workers_do_not_change_the_dataset_and_latest_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     serial = load_dataset(make_dataset(tmp_path / "outputs" / "a", ["n_samples=300"]))
     parallel = load_dataset(make_dataset(tmp_path / "outputs" / "b", ["n_samples=300", "n_workers=2"]))
@@ -83,6 +91,7 @@ def test_agent_policy(tmp_path: Path) -> None:
     ("env", "overrides", "message"),
     [
         (["env=MobileRobot"], ["n_samples=0"], "n_samples=0 must be ≥ 1"),
+        (["env=MobileRobot"], ["n_episodes=0"], "n_episodes=0 must be ≥ 1"),
         (["env=CartPole"], ["collect_policy=toward_target"], r"needs info\['target_position'\]"),
         (["env=MobileRobot"], ["collect_policy=toward_target", "collect_policy.random_fraction=2"], "fraction=2"),
         (["env=MobileRobot"], ["collect_policy=agent", "collect_policy.run=/nonexistent"], "no such folder"),

@@ -32,6 +32,7 @@ class CollectSettings:
 
     run_dir: str
     n_samples: int = field(default=20_000, metadata=at_least(1))
+    n_episodes: int | None = field(default=None, metadata=at_least(1))
     image_size: int = field(default=64, metadata=at_least(8))
     seed: int = field(default=0, metadata=at_least(0))
     n_workers: int = field(default=0, metadata=at_least(0))
@@ -105,7 +106,9 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
         return collection.EpisodeTask(spec.id, spec.kwargs, image_size, policy, seed + index, n_samples)
 
     with tqdm(total=n_samples, unit="frame", disable=not settings.progress_bar, desc="collect") as bar:
-        frames, n_episodes = collection.collect_frames(task, n_samples, n_workers, lambda n: bar.update(n - bar.n))
+        frames, n_episodes = collection.collect_frames(
+            task, n_samples, n_workers, lambda n: bar.update(n - bar.n), max_episodes=settings.n_episodes
+        )
     arrays = frames.arrays()
     metadata = {
         "env_id": spec.id,

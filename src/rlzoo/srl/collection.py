@@ -169,8 +169,10 @@ def collect_frames(
     n_samples: int,
     n_workers: int,
     on_episode: Callable[[int], None] | None = None,
+    max_episodes: int | None = None,
 ) -> tuple[Frames, int]:
-    """Run episodes 0, 1, 2 ... (``make_task(index)`` describes each) until ``n_samples`` frames are gathered.
+    """Run episodes 0, 1, 2 ... (``make_task(index)`` describes each) until ``n_samples`` frames are gathered or
+    ``max_episodes`` episodes have ended, whichever comes first.
 
     Episodes are kept in index order, whatever the worker that ran them, so the dataset does not depend on
     ``n_workers``; the last episode is cut at ``n_samples`` frames.
@@ -186,7 +188,7 @@ def collect_frames(
         episodes += 1
         if on_episode is not None:
             on_episode(len(frames))
-        if len(frames) >= n_samples:
+        if len(frames) >= n_samples or episodes == max_episodes:
             break
     return frames, episodes
 
