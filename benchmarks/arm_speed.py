@@ -27,19 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+from env_speed import env_share_of_learning  # this folder's benchmark of the MobileRobot env
 from gymnasium import spaces
 from gymnasium.wrappers import AddRenderObservation
 from omegaconf import OmegaConf
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 import rlzoo.envs  # noqa: F401  (registers the ids)
 from rlzoo.config import compose_config
@@ -113,65 +110,13 @@ def interleaved_rates(meters: dict[str, tuple[Meter, int]], rounds: int) -> dict
     return rates
 
 
-class Clock:
-    """Wall-clock and CPU seconds added up over the timed calls."""
-
-    def __init__(self) -> None:
-        self.wall = 0.0
-        self.cpu = 0.0
-
-    @contextmanager
-    def timing(self) -> Iterator[None]:
-        wall, cpu = time.perf_counter(), time.process_time()
-        try:
-            yield
-        finally:
-            self.wall += time.perf_counter() - wall
-            self.cpu += time.process_time() - cpu
-
-
-class TimedVecEnv(VecEnvWrapper):
-    """Adds up the time spent in the wrapped vec env's ``reset`` and ``step`` (``clock``)."""
-
-    def __init__(self, venv: VecEnv) -> None:
-        super().__init__(venv)
-        self.clock = Clock()
-
-    def reset(self) -> VecEnvObs:
-        with self.clock.timing():
-            return self.venv.reset()
-
-    def step_async(self, actions: np.ndarray) -> None:
-        with self.clock.timing():
-            self.venv.step_async(actions)
-
-    def step_wait(self) -> VecEnvStepReturn:
-        with self.clock.timing():
-            return self.venv.step_wait()
-
-
 def sac_env_share(total_timesteps: int) -> dict[str, Any]:
     """Train SAC on KukaButton (ground truth, random buttons) with the env, normalisation and model that
     ``python -m rlzoo.train algo=sac env=KukaButton env.random_target=true`` builds (the tuned pair applies), timing
     the env; :return: the env's share of ``learn()``."""
     cfg = compose_config(["algo=sac", "env=KukaButton", "env.random_target=true", "verbose=0"], run_dir="unused")
-    build = RunBuilder(plan_run(cfg, run_dir_state=False))
-    timed = TimedVecEnv(build.training_env())
-    normalizer = build.normalizer(timed)  # as rlzoo.train: normalisation sits above the env, not in it
-    model = build.model(normalizer or timed, normalizer)
-    learn = Clock()
-    with learn.timing():
-        model.learn(total_timesteps)
-    timed.close()
-    return {
-        "sac_env": OmegaConf.to_container(cfg.env),
-        "sac_steps": model.num_timesteps,
-        "learn_seconds": learn.wall,
-        "env_seconds": timed.clock.wall,
-        "env_share": timed.clock.wall / learn.wall,
-        "env_cpu_share": timed.clock.cpu / learn.cpu,
-        "sac_steps_per_second": model.num_timesteps / learn.wall,
-    }
+    venv = RunBuilder(plan_run(cfg, run_dir_state=False)).training_env()
+    return {"sac_env": OmegaConf.to_container(cfg.env), **env_share_of_learning(cfg, venv, total_timesteps, "sac")}
 
 
 def main() -> None:
@@ -203,7 +148,7 @@ def main() -> None:
     print(f"{'pixels_64 / straightforward_224':<40} {results['pixels_64'] / baseline:>9.1f}x   goal >= 5x")
     print(f"{'pixels_224 / straightforward_224':<40} {results['pixels_224'] / baseline:>9.1f}x")
     print(f"{'ground_truth / straightforward_224':<40} {results['ground_truth/KukaButton'] / baseline:>9.1f}x")
-    sac = f"SAC learn() ({results['sac_steps']:,} steps, s)"
+    sac = f"SAC learn() ({results['sac_steps']:,.0f} steps, s)"
     print(f"{sac:<40} {results['learn_seconds']:>10.1f}   ({results['sac_steps_per_second']:.0f} steps/s)")
     print(f"{'env share of SAC training (wall)':<40} {100 * results['env_share']:>9.1f}%   goal <= 20%")
     print(f"{'env share of SAC training (CPU)':<40} {100 * results['env_cpu_share']:>9.1f}%")

@@ -119,10 +119,11 @@ def make_vec_env_of(cfg: DictConfig, vec_env: str) -> VecEnv:
     return RunBuilder(plan).training_env()
 
 
-def ppo_env_share(total_timesteps: int, vec_env: str) -> dict[str, Any]:
-    """Train PPO with the tuned MobileRobot pair on ``vec_env``, timing the env; returns its share of ``learn()``."""
-    cfg = tuned_ppo_config()
-    timed = TimedVecEnv(make_vec_env_of(cfg, vec_env))
+def env_share_of_learning(cfg: DictConfig, venv: VecEnv, total_timesteps: int, prefix: str) -> dict[str, Any]:
+    """Train on ``venv`` with the normalisation and model ``rlzoo.train`` builds for ``cfg``, timing the env's
+    ``step``/``reset`` calls; :return: the steps (``<prefix>_steps``, ``<prefix>_steps_per_second``), the ``learn()``
+    and env seconds (wall and CPU) and the env's share of ``learn()``."""
+    timed = TimedVecEnv(venv)
     build = RunBuilder(plan_run(cfg, run_dir_state=False))
     normalizer = build.normalizer(timed)  # as rlzoo.train: normalisation sits above the env, not in it
     model = build.model(normalizer or timed, normalizer)
@@ -131,16 +132,21 @@ def ppo_env_share(total_timesteps: int, vec_env: str) -> dict[str, Any]:
         model.learn(total_timesteps)
     timed.close()
     return {
-        "ppo_vec_env": vec_env,
-        "ppo_steps": float(model.num_timesteps),
+        f"{prefix}_steps": float(model.num_timesteps),
         "learn_seconds": learn.wall,
         "learn_cpu_seconds": learn.cpu,
         "env_seconds": timed.clock.wall,
         "env_cpu_seconds": timed.clock.cpu,
         "env_share": timed.clock.wall / learn.wall,
         "env_cpu_share": timed.clock.cpu / learn.cpu,
-        "ppo_steps_per_second": model.num_timesteps / learn.wall,
+        f"{prefix}_steps_per_second": model.num_timesteps / learn.wall,
     }
+
+
+def ppo_env_share(total_timesteps: int, vec_env: str) -> dict[str, Any]:
+    """Train PPO with the tuned MobileRobot pair on ``vec_env``, timing the env; returns its share of ``learn()``."""
+    cfg = tuned_ppo_config()
+    return {"ppo_vec_env": vec_env, **env_share_of_learning(cfg, make_vec_env_of(cfg, vec_env), total_timesteps, "ppo")}
 
 
 def main() -> None:

@@ -177,6 +177,24 @@ def speed(cases: list[str], repeats: int, steps_scale: float, xla_threads: str) 
     return results
 
 
+def train_command(overrides: list[str]) -> dict[str, Any]:
+    """Run ``python -m rlzoo.train <overrides>`` in a temporary run dir; :return: its mean test return and steps, the
+    command's wall and CPU seconds (start-up and test episodes included) and the load average before it."""
+    with tempfile.TemporaryDirectory(prefix="learner_train_") as folder:
+        run_dir = Path(folder) / "run"
+        command = [sys.executable, "-m", "rlzoo.train", *overrides, f"hydra.run.dir={run_dir}"]
+        before, started = load(), time.perf_counter()
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        wall, cpu_after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode:
+            sys.exit(f"{' '.join(command)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+    cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
+    return {"mean_return": metrics["test/mean_return"], "steps": metrics["train/timesteps"], "wall_s": wall,
+            "cpu_s": cpu, "load": before}  # fmt: skip
+
+
 def returns(cases: list[str], seeds: list[int]) -> dict[str, Any]:
     """``python -m rlzoo.train`` at each case's budget for every seed, SB3 and SBX alternating."""
     results: dict[str, Any] = {}
@@ -185,21 +203,11 @@ def returns(cases: list[str], seeds: list[int]) -> dict[str, Any]:
         rows: dict[str, list[dict[str, Any]]] = {case.sb3: [], case.sbx: []}
         for seed in seeds:
             for option in (case.sb3, case.sbx):
-                with tempfile.TemporaryDirectory(prefix="learner_returns_") as folder:
-                    run_dir = Path(folder) / "run"
-                    command = [sys.executable, "-m", "rlzoo.train", f"algo={option}", *case.overrides,
-                               f"total_timesteps={case.budget}", f"seed={seed}", "verbose=0",
-                               f"hydra.run.dir={run_dir}"]  # fmt: skip
-                    before, started = load(), time.perf_counter()
-                    proc = subprocess.run(command, capture_output=True, text=True, check=False)
-                    wall = time.perf_counter() - started
-                    if proc.returncode:
-                        sys.exit(f"{' '.join(command)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-                    metrics = json.loads((run_dir / "metrics.json").read_text())
-                row = {"seed": seed, "mean_return": metrics["test/mean_return"], "wall_s": wall, "load": before}
+                budget = [f"total_timesteps={case.budget}", f"seed={seed}", "verbose=0"]
+                row = {"seed": seed, **train_command([f"algo={option}", *case.overrides, *budget])}
                 rows[option].append(row)
                 print(f"[{name}] {option:11s} seed {seed}: test return {row['mean_return']:7.2f} "
-                      f"(100 episodes)  wall {wall:6.1f} s  load {before}", flush=True)  # fmt: skip
+                      f"(100 episodes)  wall {row['wall_s']:6.1f} s  load {row['load']}", flush=True)  # fmt: skip
         results[name] = rows
     print(f"\nmean test return at the budget (env.random_target=true), seeds {seeds}:")
     for name, rows in results.items():
@@ -228,23 +236,11 @@ def headline(options: list[str], seeds: list[int]) -> dict[str, Any]:
     rows: dict[str, list[dict[str, Any]]] = {option: [] for option in options}
     for seed in seeds:
         for option in options:
-            with tempfile.TemporaryDirectory(prefix="headline_") as folder:
-                run_dir = Path(folder) / "run"
-                command = [sys.executable, "-m", "rlzoo.train", f"algo={option}", "env=MobileRobot", f"seed={seed}",
-                           f"hydra.run.dir={run_dir}"]  # fmt: skip
-                before, started = load(), time.perf_counter()
-                cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                proc = subprocess.run(command, capture_output=True, text=True, check=False)
-                wall, cpu_after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
-                if proc.returncode:
-                    sys.exit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
-                metrics = json.loads((run_dir / "metrics.json").read_text())
-            cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
-            row = {"seed": seed, "mean_return": metrics["test/mean_return"], "wall_s": wall, "cpu_s": cpu,
-                   "steps": metrics["train/timesteps"], "load": before}  # fmt: skip
+            row = {"seed": seed, **train_command([f"algo={option}", "env=MobileRobot", f"seed={seed}"])}
             rows[option].append(row)
             print(f"[headline] algo={option:8s} seed {seed}: test return {row['mean_return']:7.2f} (100 episodes)  "
-                  f"wall {wall:6.1f} s  cpu {cpu:6.1f} s  load {before}", flush=True)  # fmt: skip
+                  f"wall {row['wall_s']:6.1f} s  cpu {row['cpu_s']:6.1f} s  load {row['load']}",
+                  flush=True)  # fmt: skip
     for option, runs in rows.items():
         means = [r["mean_return"] for r in runs]
         print(f"headline algo={option:8s} return {statistics.mean(means):7.2f} "

@@ -13,6 +13,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rlzoo.errors import ConfigError
+
 
 def _find_config_dir() -> Path:
     """``conf/`` at the repository top (editable install) or inside the package (wheel install)."""
@@ -72,3 +74,13 @@ def compose_config(
         finally:
             HydraConfig.instance().cfg = previous
     return cfg
+
+
+def resolved_values(cfg: DictConfig) -> dict[str, Any]:
+    """A resolved plain copy of ``cfg``; an interpolation that does not resolve is one :class:`ConfigError`."""
+    try:
+        values = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as error:  # an interpolation that does not resolve
+        raise ConfigError(f"the config does not resolve: {error}") from None
+    assert isinstance(values, dict)
+    return {str(k): v for k, v in values.items()}

@@ -15,8 +15,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, fit_action_type
+from rlzoo.config import resolved_values
 from rlzoo.envs_support.observations import observe
-from rlzoo.errors import ConfigError
 from rlzoo.experiment.budget import check_budget
 from rlzoo.experiment.env_spec import EnvSpec, check_env
 from rlzoo.experiment.finetune import InitPoint, find_init_point
@@ -78,7 +78,7 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     """
     if cfg.get("resume"):
         cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
-    values = _resolved(cfg)
+    values = resolved_values(cfg)
     settings = RunSettings.from_values(values)
     hardware = Hardware.from_config(values["hardware"])
     check_budget(settings, overrides)
@@ -98,16 +98,6 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     config = OmegaConf.create(values)
     resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
     return RunPlan(config, settings, hardware, factory, spec, representation, policy, logging, resume_point, init_point)
-
-
-def _resolved(cfg: DictConfig) -> dict[str, Any]:
-    """A resolved plain copy of ``cfg``."""
-    try:
-        values = OmegaConf.to_container(cfg, resolve=True)
-    except Exception as error:  # an interpolation that does not resolve
-        raise ConfigError(f"the config does not resolve: {error}") from None
-    assert isinstance(values, dict)
-    return {str(k): v for k, v in values.items()}
 
 
 def _log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:

@@ -10,10 +10,11 @@ from typing import Any, Literal
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space
+from rlzoo.config import resolved_values
 from rlzoo.envs_pettingzoo import AgentSpaces, PettingZooSpec, agent_spaces
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.budget import check_budget
-from rlzoo.experiment.plan import LogPlan, _log_plan, _resolved
+from rlzoo.experiment.plan import LogPlan, _log_plan
 from rlzoo.experiment.rundir import RunDir
 from rlzoo.experiment.settings import RunSettings
 from rlzoo.hardware import Hardware
@@ -74,7 +75,7 @@ def is_pettingzoo(cfg: DictConfig) -> bool:
 
 def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()) -> MultiagentPlan:
     """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run; ``cfg`` is not changed."""
-    values = _resolved(cfg)
+    values = resolved_values(cfg)
     layout_values, env_values = values.get("multiagent"), values["env"]
     if layout_values is None:
         raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or random")

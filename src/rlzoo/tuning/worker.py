@@ -11,13 +11,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import optuna
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from optuna.trial import TrialState
 
-from rlzoo.errors import ConfigError
+from rlzoo.config import resolved_values
 from rlzoo.tuning.outputs import StudyFiles, pair_usage, write_outputs
 from rlzoo.tuning.settings import TuneSettings
 from rlzoo.tuning.space import SearchSpace
@@ -45,7 +44,7 @@ def tune(
     :param launch: shared by the workers of one command, which then join one new study (default: this call only).
     :param train_command: ``python -m rlzoo.train algo=.. env=..`` as the tuned pair's comment shows how to use it.
     """
-    values = _resolved(cfg)
+    values = resolved_values(cfg)
     settings = TuneSettings.from_values(values)
     base = trial_base(values, settings)
     space = SearchSpace.from_values(values.get("search_space"), base)
@@ -68,15 +67,6 @@ def tune(
     finished = not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))  # the last worker plots
     files = write_outputs(study, settings, space, base, usage, plots=settings.plots and finished)
     return TuneResult(study, outcomes, files)
-
-
-def _resolved(cfg: DictConfig) -> dict[str, Any]:
-    try:
-        values = OmegaConf.to_container(cfg, resolve=True)
-    except Exception as error:  # an interpolation that does not resolve
-        raise ConfigError(f"the config does not resolve: {error}") from None
-    assert isinstance(values, dict)
-    return {str(k): v for k, v in values.items()}
 
 
 def _describe(outcome: TrialOutcome) -> str:
