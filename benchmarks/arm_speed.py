@@ -42,8 +42,8 @@ import rlzoo.envs  # noqa: F401  (registers the ids)
 from rlzoo.config import compose_config
 from rlzoo.envs.kuka_button import KukaButtonEnv
 from rlzoo.envs.kuka_scene import ArmScene
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import plan_run
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import plan_run
 
 ENVS = ("KukaButton", "KukaRandButton", "Kuka2Button", "KukaMovingButton")
 STRAIGHTFORWARD_SIZE = 224

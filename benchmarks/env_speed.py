@@ -39,9 +39,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 import rlzoo  # noqa: F401  (registers rlzoo/MobileRobot-v0)
 from rlzoo.config import compose_config
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import plan_run
 from rlzoo.srl.pixels import rendered_pixels
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import plan_run
 
 ORIGINAL_STEPS_PER_SECOND = 800  # S-RL Toolbox MobileRobotGymEnv with PyBullet rendering at 224²
 

@@ -11,7 +11,7 @@ Each case trains the same env and representation with the same hyperparameters; 
 
 Speed (default): every measurement is a fresh child process, one thread (torch threads 1; XLA's CPU client with one
 intra-op thread, ``--xla-threads``), ``--steps`` agent steps of ``model.learn`` on the run's own plan and builder
-(:class:`rlzoo.experiment.build.RunBuilder`: the envs, normalisation and model ``train`` uses). Measurements
+(:class:`rlzoo.training.build.RunBuilder`: the envs, normalisation and model ``train`` uses). Measurements
 alternate SB3, SBX, SB3, ... for ``--repeats`` rounds; printed per case: steps/s over the whole ``learn()`` (JAX
 compilation included), steady steps/s over its second half, the time from launch to the first training step
 (imports, plan, envs, model, first action), the SBX/SB3 ratio of medians and the issue's goal.
@@ -81,8 +81,8 @@ def child(option: str, overrides: list[str], steps: int, launched: float) -> dic
     from stable_baselines3.common.utils import set_random_seed
 
     from rlzoo.config import compose_config
-    from rlzoo.experiment.build import RunBuilder
-    from rlzoo.experiment.plan import plan_run
+    from rlzoo.training.build import RunBuilder
+    from rlzoo.training.plan import plan_run
 
     class Clock(BaseCallback):
         def __init__(self) -> None:

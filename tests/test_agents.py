@@ -17,10 +17,10 @@ from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
 from rlzoo import State, load_agent, preset
 from rlzoo.agents import BoundPreset, StateArray, TestAgent, TrainingAgent
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import plan_run
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import plan_run
 
 SAME_STEP = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
 PIXELS = ["srl_model=raw_pixels", "srl_model.height=40", "srl_model.width=40", "srl_model.frame_stack=2"]

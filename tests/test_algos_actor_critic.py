@@ -14,7 +14,7 @@ from conftest import Compose
 from rlzoo import preset
 from rlzoo.algos.acer import ACER, Segment, retrace
 from rlzoo.algos.acktr import ACKTR
-from rlzoo.algos.kfac import KFAC
+from rlzoo.approximation.kfac import KFAC
 from rlzoo.errors import ConfigError
 from rlzoo.train import train
 from test_agents import drive, learn_twin

@@ -15,10 +15,10 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
-from rlzoo.algos.approximation import Approximation, QDist, QNetwork, TargetNetwork
-from rlzoo.algos.q_networks import QPolicy
-from rlzoo.algos.replay import sample_batch
 from rlzoo.algos.shell import ApproximationShell
+from rlzoo.approximation.approximations import Approximation, QDist, QNetwork, TargetNetwork
+from rlzoo.approximation.q_networks import QPolicy
+from rlzoo.approximation.replay_buffers import sample_batch
 
 
 def linear(inputs: int = 2, outputs: int = 3) -> nn.Linear:

@@ -13,8 +13,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from conftest import TINY_OFF_POLICY, Compose
 from rlzoo import preset
 from rlzoo.algos.dqn_family import CategoricalDQN, DeepQ, PrioritizedDQN, Rainbow
-from rlzoo.algos.q_networks import NoisyLinear
-from rlzoo.algos.replay import PrioritizedReplayBuffer, SumTree
+from rlzoo.approximation.q_networks import NoisyLinear
+from rlzoo.approximation.replay_buffers import PrioritizedReplayBuffer, SumTree
 from rlzoo.errors import ConfigError
 from rlzoo.train import train
 from test_agents import drive, learn_twin

@@ -11,8 +11,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.keep_best import EVALUATIONS_HEADER, KeepBest, previous_best, require_best_model
-from rlzoo.experiment.rundir import load_obs_norm
+from rlzoo.rundir import load_obs_norm
+from rlzoo.training.keep_best import EVALUATIONS_HEADER, KeepBest, previous_best, require_best_model
 
 
 def rows(path: Path) -> np.ndarray:

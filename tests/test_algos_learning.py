@@ -17,8 +17,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from rlzoo.algos.factory import build_algorithm_factory
 from rlzoo.config import compose_config
-from rlzoo.experiment.keep_best import KeepBest
 from rlzoo.train import train
+from rlzoo.training.keep_best import KeepBest
 
 pytestmark = pytest.mark.slow
 

@@ -14,13 +14,13 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 
 from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
-from rlzoo.envs_support.making import make, step_cap
-from rlzoo.envs_support.wrappers import ActionRepeat
-from rlzoo.experiment.budget import UNBOUNDED_STEPS, EpisodeBudget, schedule_horizon
-from rlzoo.experiment.env_spec import EnvSpec
-from rlzoo.experiment.plan import plan_run
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.any_env.making import make, step_cap
+from rlzoo.any_env.spec import EnvSpec
+from rlzoo.any_env.wrappers import ActionRepeat
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
+from rlzoo.training.budget import UNBOUNDED_STEPS, EpisodeBudget, schedule_horizon
+from rlzoo.training.plan import plan_run
 
 TINY = ["total_timesteps=64", "test_episodes=2", "checkpoint_freq=0", "verbose=0", "logger.formats=[csv]",
         "max_test_steps=40"]  # fmt: skip

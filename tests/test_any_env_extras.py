@@ -14,13 +14,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
 from extras import require_extra
-from rlzoo.envs_support.making import make
-from rlzoo.envs_support.wrappers import GAME
-from rlzoo.experiment.env_spec import EnvSpec
-from rlzoo.experiment.monitor import PerEnvMonitor
-from rlzoo.experiment.plan import plan_run
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.any_env.making import make
+from rlzoo.any_env.spec import EnvSpec
+from rlzoo.any_env.wrappers import GAME
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
+from rlzoo.training.monitor import PerEnvMonitor
+from rlzoo.training.plan import plan_run
 
 TINY = ["test_episodes=1", "checkpoint_freq=0", "verbose=0", "logger.formats=[csv]"]
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Compose
 from extras import require_extra
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
 pytestmark = pytest.mark.slow

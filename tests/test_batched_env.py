@@ -15,15 +15,15 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 from tests.conftest import TINY_ON_POLICY, TINY_RUN, Compose
 
+from rlzoo.envs.mobile_robot_batched import BatchedMobileRobot
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.batched import BatchedMobileRobot
-from rlzoo.experiment.build import vec_env
-from rlzoo.experiment.monitor import PerEnvMonitor
-from rlzoo.experiment.plan import plan_run
-from rlzoo.experiment.results import read_monitor
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.results.runs import read_monitor
+from rlzoo.rundir import RunDir
 from rlzoo.srl.pixels import rendered_pixels
 from rlzoo.train import train
+from rlzoo.training.build import vec_env
+from rlzoo.training.monitor import PerEnvMonitor
+from rlzoo.training.plan import plan_run
 
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("rlzoo/MobileRobot-v0", {"random_target": True}),

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from conftest import Compose
 from rlzoo.algos.factory import build_algorithm_factory, supported_action_spaces
 from rlzoo.config import CONFIG_DIR
-from rlzoo.experiment.settings import RunSettings
+from rlzoo.training.settings import RunSettings
 
 ALGOS = sorted(p.stem for p in (CONFIG_DIR / "algo").glob("*.yaml"))
 
@@ -57,6 +57,8 @@ def test_every_algo_key_reaches_the_constructor(algo: str, compose: Compose) -> 
 
 # Options that are a recipe of another class (not its defaults): DroQ is SBX's SAC with dropout critics and UTD 20.
 RECIPES = {"sbx_droq"}
+# Options whose class takes no keyword worth configuring (the random agent).
+KEYWORDLESS = {"random"}
 
 
 @pytest.mark.parametrize("algo", [a for a in ALGOS if a not in RECIPES])
@@ -66,6 +68,10 @@ def test_algo_defaults_are_sb3_defaults(algo: str, compose: Compose) -> None:
     cfg = compose([f"algo={algo}", "env=Acrobot"])
     factory = build_algorithm_factory(cfg.algo)
     signature = inspect.signature(factory.algo_class)
+    if algo in KEYWORDLESS:  # nothing to compare: its YAML must stay without keywords
+        assert factory.kwargs == {}
+        return
+    assert factory.kwargs, f"algo={algo} sets no keyword: list it in KEYWORDLESS"
     for key, value in factory.kwargs.items():
         default = signature.parameters[key].default
         assert value == ({} if default is None and key == "policy_kwargs" else default), key

@@ -8,7 +8,7 @@ import pytest
 
 from rlzoo.config import compose_config
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
 HERE = Path(__file__).parent / "custom_algorithm"

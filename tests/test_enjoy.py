@@ -17,7 +17,7 @@ from conftest import TINY_ON_POLICY, TINY_RUN
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy, main, watch
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.replay import load_run, run_episodes
+from rlzoo.replay.loading import load_run, run_episodes
 from rlzoo.train import train
 
 SEED = 4

@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 
 from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
+from rlzoo import rundir
 from rlzoo.errors import RunFailure
-from rlzoo.experiment import rundir
-from rlzoo.experiment.budget import show_progress
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
+from rlzoo.training.budget import show_progress
 
 PPO = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN]
 

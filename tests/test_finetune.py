@@ -13,7 +13,7 @@ from stable_baselines3 import PPO
 
 from conftest import TINY_ALGO_RUNS, Compose
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.rundir import RunDir, load_obs_norm
+from rlzoo.rundir import RunDir, load_obs_norm
 from rlzoo.train import main, train
 
 RUN = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], "normalize=true", "total_timesteps=128", "checkpoint_freq=64",

@@ -24,7 +24,7 @@ from rlzoo.algos import jax_backend
 from rlzoo.algos.factory import build_algorithm_factory
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from test_agents import drive, learn_twin
 
@@ -73,7 +73,7 @@ def test_run_dir_loads_with_plain_sbx_and_resumes(compose: Compose, tmp_path: Pa
 
 def test_load_agent_and_replay_reproduce_the_test_returns(compose: Compose, tmp_path: Path) -> None:
     from rlzoo import State, load_agent
-    from rlzoo.experiment.replay import load_run, run_episodes
+    from rlzoo.replay.loading import load_run, run_episodes
 
     cfg = compose(SAC_RUN)
     train(cfg)
@@ -89,7 +89,7 @@ def test_load_agent_and_replay_reproduce_the_test_returns(compose: Compose, tmp_
 
 
 def test_discrete_mobile_robot_with_sbx_ppo_replays(compose: Compose, tmp_path: Path) -> None:
-    from rlzoo.experiment.replay import load_run, run_episodes
+    from rlzoo.replay.loading import load_run, run_episodes
 
     overrides = ["algo=sbx_ppo", "env=MobileRobot", *TINY_ALGO_RUNS["sbx_ppo"][1:], *TINY_RUN, "test_episodes=1"]
     train(compose(overrides))

@@ -16,12 +16,12 @@ from rlzoo.collect import collect
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import plan_run
-from rlzoo.experiment.replay import Episode, load_run, run_episodes
-from rlzoo.replay_plots import trajectory_figure
+from rlzoo.replay.loading import Episode, load_run, run_episodes
+from rlzoo.replay.plots import trajectory_figure
 from rlzoo.srl.dataset import load_dataset
 from rlzoo.train import train
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import plan_run
 from srl_helpers import make_encoder
 
 pybullet = require_extra("pybullet", "arm")

@@ -15,9 +15,9 @@ import pytest
 
 from conftest import TINY_ALGO_RUNS, Compose
 from extras import require_extra
-from rlzoo.experiment.live_plot import EPISODE_WINDOWS, VisdomSettings, VisdomWriter, connect, start_server
-from rlzoo.experiment.results import read_run
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.loggers.live_plot import EPISODE_WINDOWS, VisdomSettings, VisdomWriter, connect, start_server
+from rlzoo.results.runs import read_run
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
 require_extra("visdom", "report")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import Compose
-from rlzoo.experiment.results import monitor_episodes
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.results.runs import monitor_episodes
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
 pytestmark = pytest.mark.slow

@@ -17,12 +17,12 @@ require_extra("mpe2", "multiagent")
 
 from pettingzoo.classic import tictactoe_v3  # noqa: E402
 
-from rlzoo.agents.multiagent import RandomMultiagent, load_multiagent  # noqa: E402
-from rlzoo.agents.multiagent_state import MultiagentState  # noqa: E402
 from rlzoo.errors import ConfigError  # noqa: E402
+from rlzoo.multiagent.agents import RandomMultiagent, load_multiagent  # noqa: E402
 from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
 from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
 from rlzoo.multiagent.run import build_team  # noqa: E402
+from rlzoo.multiagent.state import MultiagentState  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 
 TINY = ["verbose=0", "logger.formats=[csv]", "test_episodes=3", "checkpoint_freq=0", "hardware.torch_threads=1"]

@@ -13,7 +13,7 @@ from extras import require_extra
 require_extra("pettingzoo", "multiagent")
 require_extra("mpe2", "multiagent")
 
-from rlzoo.agents.multiagent import RandomMultiagent  # noqa: E402
+from rlzoo.multiagent.agents import RandomMultiagent  # noqa: E402
 from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
 from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
 from rlzoo.train import train  # noqa: E402

@@ -9,8 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.pipeline import main, run_pipeline
-from rlzoo.workflow.spec import pipeline_spec
+from rlzoo.pipeline.command import main, run_pipeline
+from rlzoo.pipeline.spec import pipeline_spec
 from test_report import finished_records
 
 # The srl_benchmark_small experiment, shrunk: 300 frames at 16 x 16, 1-epoch encoders of 8 dims, 600 RL steps.

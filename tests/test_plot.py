@@ -18,8 +18,8 @@ from omegaconf import OmegaConf
 from scipy import stats
 
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.results import find_runs, group_runs, learning_curve, moving_average, read_run
 from rlzoo.plot import PlotSettings, main, plot
+from rlzoo.results.runs import find_runs, group_runs, learning_curve, moving_average, read_run
 
 PPO = "stable_baselines3.PPO"
 

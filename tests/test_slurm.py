@@ -24,7 +24,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.config import CONFIG_DIR
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 
 TINY_SWEEP = [
     "algo=ppo",

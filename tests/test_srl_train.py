@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from rlzoo.any_env.spec import EnvSpec
 from rlzoo.config import compose_config
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.replay import load_run
+from rlzoo.replay.loading import load_run
 from rlzoo.srl.collection import make_collection_env
 from rlzoo.srl.dataset import load_dataset
 from rlzoo.srl.encoder import find_encoder, load_encoder
@@ -184,7 +185,7 @@ def test_mismatched_checkpoints_fail_before_the_run(
 
 def test_wrapper_encodes_the_batch_as_one_by_one(encoders: dict[str, tuple[Path, dict[str, float]]]) -> None:
     kwargs = {"random_target": True, "render_size": 16, "max_steps": 3}
-    venv = DummyVecEnv([lambda: make_collection_env("rlzoo/MobileRobot-v0", kwargs, 16) for _ in range(3)])
+    venv = DummyVecEnv([lambda: make_collection_env(EnvSpec("rlzoo/MobileRobot-v0", kwargs), 16) for _ in range(3)])
     venv.seed(0)
     wrapped = EncodeObservations(venv, str(encoders["autoencoder"][0]), method="autoencoder")
     calls = []

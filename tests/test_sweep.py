@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from conftest import TINY_ALGO_RUNS, TINY_RUN
-from rlzoo.experiment.rundir import RunDir
-from rlzoo.experiment.sweep import write_summary
+from rlzoo.results.sweep import write_summary
+from rlzoo.rundir import RunDir
 
 
 def test_local_parallel_sweep_isolates_a_failing_job_and_summarises(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from rlzoo.config import CONFIG_DIR
-from rlzoo.experiment.rundir import RETURNS100_HEADER, RunDir
+from rlzoo.rundir import RETURNS100_HEADER, RunDir
 from rlzoo.train import train
 
 

@@ -20,15 +20,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from extras import require_extra
 from rlzoo.config import compose_config
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
 optuna = require_extra("optuna", "tune")
 
-from rlzoo.tuning import pruning, study  # noqa: E402  (after the extra check)
-from rlzoo.tuning.outputs import TRIALS_CSV, tuned_pair_path  # noqa: E402
-from rlzoo.tuning.settings import TuneSettings  # noqa: E402
-from rlzoo.tuning.worker import tune  # noqa: E402
+from rlzoo.tune import pruning, study  # noqa: E402  (after the extra check)
+from rlzoo.tune.outputs import TRIALS_CSV, tuned_pair_path  # noqa: E402
+from rlzoo.tune.settings import TuneSettings  # noqa: E402
+from rlzoo.tune.worker import tune  # noqa: E402
 from test_slurm import _job_ids, slurm_cluster  # noqa: E402, F401  (the fixture: a running cluster, or a skip)
 
 BUDGET = 256
@@ -59,7 +59,7 @@ def compose_tune(tmp_path: Path, *overrides: str) -> DictConfig:
 
 
 def tune_study(tmp_path: Path, *overrides: str) -> Any:
-    """Run one worker of the tiny study quietly; return its :class:`~rlzoo.tuning.worker.TuneResult`."""
+    """Run one worker of the tiny study quietly; return its :class:`~rlzoo.tune.worker.TuneResult`."""
     return tune(compose_tune(tmp_path, *overrides), log=lambda _: None)
 
 

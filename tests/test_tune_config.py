@@ -13,15 +13,15 @@ from conftest import TINY_ALGO_RUNS
 from extras import require_extra
 from rlzoo.config import CONFIG_DIR, compose_config
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import plan_run
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import plan_run
 
 require_extra("optuna", "tune")
 
-from rlzoo.tuning.settings import TuneSettings  # noqa: E402  (after the extra check)
-from rlzoo.tuning.space import SearchSpace  # noqa: E402
-from rlzoo.tuning.trial import check_space, trial_base, trial_config  # noqa: E402
-from rlzoo.tuning.worker import tune  # noqa: E402
+from rlzoo.tune.settings import TuneSettings  # noqa: E402  (after the extra check)
+from rlzoo.tune.space import SearchSpace  # noqa: E402
+from rlzoo.tune.trial import check_space, trial_base, trial_config  # noqa: E402
+from rlzoo.tune.worker import tune  # noqa: E402
 from test_tune import compose_tune, tune_study  # noqa: E402
 
 ALGOS = sorted(p.stem for p in (CONFIG_DIR / "algo").glob("*.yaml"))

@@ -12,13 +12,13 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "preset": "rlzoo.agents.presets",
-    "load_agent": "rlzoo.agents.test_agent",
+    "load_agent": "rlzoo.agents.loaded_agent",
     "State": "rlzoo.agents.state",
     "StateArray": "rlzoo.agents.state",
     "run_experiment": "rlzoo.agents.run_experiment",
-    "MultiagentState": "rlzoo.agents.multiagent_state",
-    "Multiagent": "rlzoo.agents.multiagent_state",
-    "load_multiagent": "rlzoo.agents.multiagent",
+    "MultiagentState": "rlzoo.multiagent.state",
+    "Multiagent": "rlzoo.multiagent.state",
+    "load_multiagent": "rlzoo.multiagent.agents",
 }
 __all__ = ["__version__", *_LAZY]
 

@@ -57,7 +57,7 @@ def _record_job_failure(entrypoint: str, error: Exception) -> None:
     """A sweep job's error goes to its run dir's ``error.txt`` (the sweep summary reads it) and one line on stderr."""
     from hydra.core.hydra_config import HydraConfig
 
-    from rlzoo.experiment.sweep import error_line, record_failure
+    from rlzoo.rundir import error_line, record_failure
 
     hydra_cfg = HydraConfig.get()
     record_failure(Path(hydra_cfg.runtime.output_dir), error)
@@ -69,7 +69,7 @@ def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Call
     """Decorate a Hydra ``main``: a :class:`ConfigError` (or :class:`RunFailure`) exits with
     ``<entrypoint>: error: <message>``; a command that fails before writing leaves no output dir.
 
-    :param summarised_sweeps: the entrypoint's sweeps have a summary callback (:mod:`rlzoo.experiment.sweep`): a
+    :param summarised_sweeps: the entrypoint's sweeps have a summary callback (:mod:`rlzoo.results.sweep`): a
         failing job records its error and returns, so that the sweep ends with the summary's counts, not a traceback.
     """
 

@@ -5,6 +5,7 @@ The dataset format is :mod:`rlzoo.srl.dataset`'s; episodes are run by :mod:`rlzo
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +17,10 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from rlzoo.any_env.spec import EnvSpec, check_env_id
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.env_spec import EnvSpec, check_env_id
 from rlzoo.files import atomic_write_text
 from rlzoo.schema import at_least, parse
 from rlzoo.srl import collection
@@ -87,7 +88,7 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     settings = parse(CollectSettings, values, ignore=("env", "collect_policy"))  # type: ignore[arg-type]
     n_samples, image_size, seed, n_workers = settings.n_samples, settings.image_size, settings.seed, settings.n_workers
     spec = _dataset_env(EnvSpec.from_values(values["env"]), image_size)
-    values["env"] = {"id": spec.id, **spec.kwargs}  # the dataset's config records the env as collected
+    values["env"] = spec.values()  # the dataset's config records the env as collected
     cfg = OmegaConf.create(values)
     try:
         policy = instantiate(cfg.collect_policy)
@@ -103,7 +104,7 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     started = time.perf_counter()
 
     def task(index: int) -> collection.EpisodeTask:
-        return collection.EpisodeTask(spec.id, spec.kwargs, image_size, policy, seed + index, n_samples)
+        return collection.EpisodeTask(spec, image_size, policy, seed + index, n_samples)
 
     with tqdm(total=n_samples, unit="frame", disable=not settings.progress_bar, desc="collect") as bar:
         frames, n_episodes = collection.collect_frames(
@@ -138,7 +139,7 @@ def _dataset_env(spec: EnvSpec, image_size: int) -> EnvSpec:
         kwargs["continuous"] = False
     if "render_size" in kwargs:
         kwargs["render_size"] = image_size
-    return EnvSpec(spec.id, kwargs)
+    return dataclasses.replace(spec, kwargs=kwargs)  # rlzoo's env keys (frame_skip ...) kept
 
 
 def _check(spec: EnvSpec, image_size: int, policy: collection.Policy) -> dict[str, Any]:
@@ -147,7 +148,7 @@ def _check(spec: EnvSpec, image_size: int, policy: collection.Policy) -> dict[st
     :return: the info of the reset.
     """
     try:
-        env = collection.make_collection_env(spec.id, spec.kwargs, image_size)
+        env = collection.make_collection_env(spec, image_size)
     except (TypeError, ValueError) as error:
         raise ConfigError(f"env {spec.id} cannot render frames with {spec.kwargs}: {error}") from None
     try:

@@ -1,7 +1,7 @@
 """``python -m rlzoo.enjoy run=<run dir>``: replay a trained agent, with a video, a trajectory or action plots.
 
 The env, representation and frozen normalisation are rebuilt from the run dir alone
-(:func:`rlzoo.experiment.replay.load_run`); videos, plots and per-episode returns are written to ``<run>/enjoy/``.
+(:func:`rlzoo.replay.loading.load_run`); videos, plots and per-episode returns are written to ``<run>/enjoy/``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-import imageio.v2 as imageio
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -21,10 +20,11 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.replay import FINAL, LATEST, LoadedRun, load_run, model_folder, open_run, run_episodes
-from rlzoo.experiment.rundir import MODEL, RunDir
 from rlzoo.files import atomic_write_text
-from rlzoo.replay_plots import plot_actions, plot_trajectories
+from rlzoo.replay.loading import FINAL, LATEST, LoadedRun, load_run, model_folder, open_run, run_episodes
+from rlzoo.replay.plots import plot_actions, plot_trajectories
+from rlzoo.replay.video import write_video
+from rlzoo.rundir import MODEL, RunDir
 from rlzoo.schema import at_least, parse
 
 PLOTS = ("trajectory", "action_probabilities")
@@ -194,25 +194,6 @@ def _with(settings: EnjoySettings, **changes: Any) -> EnjoySettings:
 def _title(loaded: LoadedRun) -> str:
     model = "final model" if loaded.checkpoint is None else f"checkpoint {loaded.checkpoint}"
     return f"{type(loaded.model).__name__} on {loaded.spec.id}, {loaded.representation.name}, {model}"
-
-
-def write_video(path: Path, frames: Sequence[np.ndarray], fps: int, min_size: int = 256) -> Path:
-    """Write ``frames`` (RGB uint8) as an MP4 (H.264) or a looping GIF, by ``path``'s suffix.
-
-    Frames smaller than ``min_size`` pixels a side (a raw-pixels env renders at the policy's input size) are enlarged
-    by an integer factor, nearest neighbour. A GIF shows identical consecutive frames as one longer frame (Pillow
-    merges them); the duration is the same.
-    """
-    scale = max(1, -(-min_size // min(frames[0].shape[:2])))
-    height, width = (frames[0].shape[0] * scale // 2) * 2, (frames[0].shape[1] * scale // 2) * 2  # even for H.264
-    images: list[Any] = [
-        np.ascontiguousarray(frame.repeat(scale, axis=0).repeat(scale, axis=1)[:height, :width, :3]) for frame in frames
-    ]
-    if path.suffix == ".gif":
-        imageio.mimsave(path, images, duration=1000 / fps, loop=0)
-    else:
-        imageio.mimwrite(path, images, fps=fps, codec="libx264", macro_block_size=1)
-    return path
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="enjoy", version_base="1.3")

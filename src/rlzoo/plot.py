@@ -1,7 +1,7 @@
 """``python -m rlzoo.plot dir=<runs or multirun dir>``: learning curves (one PNG per env) and a results table.
 
 Runs are found by their ``config.yaml`` anywhere under ``dir`` and grouped by their resolved config
-(:mod:`rlzoo.experiment.results`); curves and scores come from the Monitor files (or ``returns100.csv``).
+(:mod:`rlzoo.results.runs`); curves and scores come from the Monitor files (or ``returns100.csv``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.comparison import AUTO, Row, compare
-from rlzoo.experiment.results import Group
 from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import csv_table, file_name, markdown_table, plot_env
+from rlzoo.results.comparison import AUTO, Row, compare
+from rlzoo.results.runs import Group
 from rlzoo.schema import at_least, parse
 
 

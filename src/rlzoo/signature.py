@@ -15,7 +15,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.schema import check_value
 
 
-def _coerce(value: Any, hint: Any) -> Any:
+def coerce_yaml(value: Any, hint: Any) -> Any:
     """YAML has no tuples: a list given where the hint allows a tuple but not a list becomes a tuple."""
     if not isinstance(value, list):
         return value
@@ -63,5 +63,5 @@ def check_keywords(
             parameter = signature.parameters.get(key)
             annotation = parameter.annotation if parameter is not None else inspect.Parameter.empty
             hint = None if annotation is inspect.Parameter.empty or isinstance(annotation, str) else annotation
-        checked[key] = value if hint is None else check_value(prefix + key, _coerce(value, hint), hint)
+        checked[key] = value if hint is None else check_value(prefix + key, coerce_yaml(value, hint), hint)
     return checked

@@ -1,7 +1,7 @@
 """``python -m rlzoo.train``: train one agent from the Hydra config groups and write a self-describing run dir.
 
 A thin Hydra entrypoint over :func:`train`. torch and SB3 are imported only where a run trains
-(:mod:`rlzoo.experiment.run`), so a sweep's launching process (local_parallel, Slurm) starts in a fraction of a
+(:mod:`rlzoo.training.run`), so a sweep's launching process (local_parallel, Slurm) starts in a fraction of a
 second.
 """
 
@@ -31,7 +31,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
         from rlzoo.multiagent.run import train_multiagent
 
         return train_multiagent(cfg, overrides)
-    from rlzoo.experiment.run import train_run
+    from rlzoo.training.run import train_run
 
     return train_run(cfg, overrides)
 

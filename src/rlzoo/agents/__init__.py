@@ -4,22 +4,20 @@
 - :func:`preset`: an algorithm with settings, bound to an env with ``.env(name)``; ``.agent()`` acts and learns,
   ``.test_agent()`` acts with learning off.
 - :func:`load_agent`: the test agent of a run dir.
-- :class:`MultiagentState` / :class:`Multiagent`: one agent's turn in a PettingZoo env, and the protocol;
-  :func:`load_multiagent`: the test multiagent of a multi-agent run dir.
+
+Multi-agent agents (``MultiagentState``, ``Multiagent``, ``load_multiagent``) live in :mod:`rlzoo.multiagent`, a layer
+above; ``from rlzoo import load_multiagent`` reaches them. May import the ground floor, ``envs``, ``any_env``, ``srl``,
+``algos``, ``loggers``, ``training`` and ``replay``.
 """
 
-from rlzoo.agents.multiagent import TestMultiagent, load_multiagent
-from rlzoo.agents.multiagent_state import Multiagent, MultiagentState
+from rlzoo.agents.loaded_agent import TestAgent, load_agent
 from rlzoo.agents.presets import BoundPreset, Preset, preset
 from rlzoo.agents.state import Agent, ParallelAgent, State, StateArray
-from rlzoo.agents.test_agent import TestAgent, load_agent
 from rlzoo.agents.training_agent import OffPolicyAgent, OnPolicyAgent, TrainingAgent
 
 __all__ = [
     "Agent",
     "BoundPreset",
-    "Multiagent",
-    "MultiagentState",
     "OffPolicyAgent",
     "OnPolicyAgent",
     "ParallelAgent",
@@ -27,9 +25,7 @@ __all__ = [
     "State",
     "StateArray",
     "TestAgent",
-    "TestMultiagent",
     "TrainingAgent",
     "load_agent",
-    "load_multiagent",
     "preset",
 ]

@@ -15,10 +15,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import VecEnv
 
 from rlzoo.agents.state import StateArray
 from rlzoo.srl.representation import Representation
+from rlzoo.training.build import represent
 
 
 def space_of(observation: np.ndarray) -> spaces.Box:
@@ -75,14 +76,16 @@ class HeldObservations(gym.Env):
 
 
 class HeldVecEnv:
-    """The representation's wrappers around ``n`` held envs, as :func:`rlzoo.experiment.build.vec_env` builds
-    them around real ones (Monitor, per-env wrapper, vec wrapper).
+    """The run's representation around ``n`` held envs, applied by the same function as around real ones
+    (:func:`rlzoo.training.build.represent`: per-env wrapper, vec wrapper, frame stacking), each env in SB3's
+    ``Monitor`` when asked.
 
     :param representation: the run's representation.
     :param first: the first observations, one per env (wrappers may read one while they are built).
     :param observation_space: the env's own observation space (derived from ``first`` when None).
     :param action_space: the env's action space.
     :param monitor: wrap each env in SB3's Monitor (episode returns in ``info["episode"]``, as in training).
+    :param frame_stack: the run's ``env.frame_stack``.
     """
 
     def __init__(
@@ -92,23 +95,17 @@ class HeldVecEnv:
         action_space: spaces.Space,
         observation_space: spaces.Space | None = None,
         monitor: bool = False,
+        frame_stack: int = 1,
     ) -> None:
         render_mode = representation.make_kwargs.get("render_mode")
         space = observation_space or space_of(np.asarray(first[0]))
         self.held = [HeldObservations(space, action_space, render_mode) for _ in first]
         self.hold_reset(first)
-        venv: VecEnv = DummyVecEnv(
-            [functools.partial(self._wrap, i, representation, monitor) for i in range(len(first))]
-        )
-        if representation.vec_wrapper is not None:
-            venv = representation.vec_wrapper(venv)
-        self.venv = venv
+        makers = [functools.partial(self._env, i, monitor) for i in range(len(first))]
+        self.venv: VecEnv = represent(makers, representation, frame_stack)
 
-    def _wrap(self, rank: int, representation: Representation, monitor: bool) -> gym.Env:
-        env: gym.Env = Monitor(self.held[rank]) if monitor else self.held[rank]
-        if representation.observation_wrapper is not None:
-            env = representation.observation_wrapper(env)
-        return env
+    def _env(self, rank: int, monitor: bool) -> gym.Env:
+        return Monitor(self.held[rank]) if monitor else self.held[rank]
 
     def __len__(self) -> int:
         return len(self.held)

@@ -13,9 +13,9 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.agents.held import HeldVecEnv
 from rlzoo.algos.factory import check_action_space
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import RunPlan, plan_run
 from rlzoo.srl.representation import Representation
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import RunPlan, plan_run
 
 
 def first_input(env: gym.Env, representation: Representation, seed: int) -> np.ndarray:
@@ -55,7 +55,10 @@ class Learner:
         try:
             check_action_space(plan.factory.algo_class, env.action_space)
             first = np.stack([first_input(env, plan.representation, plan.seed)] * plan.settings.n_envs)
-            held = HeldVecEnv(plan.representation, first, env.action_space, env.observation_space, monitor=True)
+            held = HeldVecEnv(
+                plan.representation, first, env.action_space, env.observation_space, monitor=True,
+                frame_stack=plan.spec.options.frame_stack,
+            )  # fmt: skip
         finally:
             env.close()
         normalizer = build.normalizer(held.venv)

@@ -17,13 +17,13 @@ import gymnasium as gym
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.agents.learner import Learner
-from rlzoo.agents.test_agent import TestAgent
+from rlzoo.agents.loaded_agent import TestAgent
 from rlzoo.agents.training_agent import TrainingAgent, training_agent
 from rlzoo.config import CONFIG_DIR, compose_config
-from rlzoo.experiment.build import snapshot
-from rlzoo.experiment.normalization import FrozenNormalization
-from rlzoo.experiment.rundir import RunDir, save_model
-from rlzoo.experiment.settings import RunSettings
+from rlzoo.rundir import RunDir, save_model
+from rlzoo.training.build import snapshot
+from rlzoo.training.normalization import FrozenNormalization
+from rlzoo.training.settings import RunSettings
 
 
 def hydra_value(value: Any) -> str:
@@ -157,7 +157,10 @@ class BoundPreset:
             deterministic = learner.plan.settings.deterministic_test
         normalization = FrozenNormalization.snapshot(learner.normalizer) if learner.normalizer is not None else None
         model = snapshot(learner.model)
-        return TestAgent(model, learner.plan.representation, normalization, deterministic, learner.plan.config)
+        plan = learner.plan
+        return TestAgent(
+            model, plan.representation, normalization, deterministic, plan.config, plan.spec.options.frame_stack
+        )
 
     def save(self, path: str | Path) -> Path:
         """Write the config, the model and its statistics as a run dir at ``path`` (never over an existing run).

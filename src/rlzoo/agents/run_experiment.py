@@ -16,9 +16,9 @@ from omegaconf import DictConfig
 
 from rlzoo.agents.presets import BoundPreset, Preset
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.build import RunBuilder
-from rlzoo.experiment.plan import plan_run
-from rlzoo.experiment.run import train_run
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.plan import plan_run
+from rlzoo.training.run import train_run
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, Flatten
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-from rlzoo.algos.approximation import Approximation
 from rlzoo.algos.shell import ApproximationShell, require
+from rlzoo.approximation.approximations import Approximation
 
 
 class ActorQModule(nn.Module):

@@ -1,4 +1,4 @@
-"""ACKTR: actor-critic with natural-gradient steps through Kronecker-factored curvature (:mod:`rlzoo.algos.kfac`)."""
+"""ACKTR: actor-critic with natural-gradient steps through Kronecker-factored curvature (K-FAC)."""
 
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -10,9 +10,9 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.utils import explained_variance
 
-from rlzoo.algos.approximation import Approximation
-from rlzoo.algos.kfac import KFAC
 from rlzoo.algos.shell import ApproximationShell, require
+from rlzoo.approximation.approximations import Approximation
+from rlzoo.approximation.kfac import KFAC
 
 
 class ACKTR(ApproximationShell, OnPolicyAlgorithm):

@@ -1,4 +1,4 @@
-"""The DQN family up to Rainbow: SB3 off-policy algorithms written on :class:`~rlzoo.algos.approximation.QNetwork`.
+"""The DQN family up to Rainbow: SB3 off-policy algorithms written on :mod:`rlzoo.approximation`'s ``QNetwork``.
 
 - :class:`DeepQ`: DQN with double Q-learning, dueling heads, prioritized replay, n-step returns and noisy nets, each
   a keyword (option ``ddqn`` of the ``algo`` group); :class:`PrioritizedDQN`: the same with prioritized replay on by
@@ -23,10 +23,10 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.utils import LinearSchedule
 
-from rlzoo.algos.approximation import QDist, QNetwork
-from rlzoo.algos.q_networks import QPolicy
-from rlzoo.algos.replay import Batch, PrioritizedReplayBuffer, sample_batch
 from rlzoo.algos.shell import ApproximationShell, require
+from rlzoo.approximation.approximations import QDist, QNetwork
+from rlzoo.approximation.q_networks import QPolicy
+from rlzoo.approximation.replay_buffers import Batch, PrioritizedReplayBuffer, sample_batch
 
 PRIORITY_KEYS = {"alpha": 0.5, "beta": 0.4, "epsilon": 1e-6}
 HEAD_KEYS = ("dueling", "noisy_std", "n_atoms", "v_min", "v_max")

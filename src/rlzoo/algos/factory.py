@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typeguard import TypeCheckError, check_type
 from rlzoo.algos import jax_backend
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
+from rlzoo.signature import coerce_yaml
 
 # Keywords rlzoo sets from run keys; an algo config must not set them.
 RUN_LEVEL_KEYWORDS = {
@@ -131,16 +131,6 @@ def fit_action_type(env_kwargs: dict[str, Any], algo_class: type[BaseAlgorithm])
     return {**env_kwargs, "continuous": supported is not None and spaces.Discrete not in supported}
 
 
-def _coerce(value: Any, hint: Any) -> Any:
-    """YAML has no tuples: a list given where the hint allows a tuple but not a list becomes a tuple."""
-    if not isinstance(value, list):
-        return value
-    origins = {typing.get_origin(h) or h for h in (typing.get_args(hint) or (hint,))}
-    if tuple in origins and list not in origins:
-        return tuple(value)
-    return value
-
-
 def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
     signature = inspect.signature(algo_class)
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
@@ -155,7 +145,7 @@ def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
             )
         hint = _type_hint(signature.parameters.get(key))
         if hint is not None:
-            value = _coerce(value, hint)
+            value = coerce_yaml(value, hint)
             try:
                 check_type(value, hint)
             except TypeCheckError as error:

@@ -1,6 +1,6 @@
 """The SB3-facing shell shared by rlzoo's own algorithms.
 
-An algorithm written on :class:`~rlzoo.algos.approximation.Approximation` objects subclasses SB3's
+An algorithm written on :class:`~rlzoo.approximation.approximations.Approximation` objects subclasses SB3's
 ``OffPolicyAlgorithm`` or ``OnPolicyAlgorithm`` (so VecEnvs, callbacks, logging, checkpoints, resume and rlzoo's
 training agents work unchanged) together with :class:`ApproximationShell`, which
 
@@ -20,7 +20,7 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from torch import nn
 
-from rlzoo.algos.approximation import Approximation, TargetNetwork
+from rlzoo.approximation.approximations import Approximation, TargetNetwork
 from rlzoo.errors import ConfigError
 
 A = TypeVar("A", bound=Approximation)

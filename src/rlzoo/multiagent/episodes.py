@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rlzoo.agents.multiagent_state import Multiagent, MultiagentState
+from rlzoo.multiagent.state import Multiagent, MultiagentState
 
 
 @dataclass(frozen=True)

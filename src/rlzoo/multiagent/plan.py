@@ -11,14 +11,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space
 from rlzoo.config import resolved_values
-from rlzoo.envs_pettingzoo import AgentSpaces, PettingZooSpec, agent_spaces
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.budget import check_budget
-from rlzoo.experiment.plan import LogPlan, _log_plan
-from rlzoo.experiment.rundir import RunDir
-from rlzoo.experiment.settings import RunSettings
 from rlzoo.hardware import Hardware
+from rlzoo.multiagent.pettingzoo_envs import AgentSpaces, PettingZooSpec, agent_spaces
+from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
+from rlzoo.training.budget import check_budget
+from rlzoo.training.plan import LogPlan, _log_plan
+from rlzoo.training.settings import RunSettings
 
 LAYOUTS = ("independent", "shared", "fixed")
 SHARED = "shared"  # the learner name of the shared layout (models/shared/)

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.agents.multiagent import load_multiagent
-from rlzoo.experiment.rundir import RunDir
+from rlzoo.multiagent.agents import load_multiagent
 from rlzoo.multiagent.episodes import Budget, MultiagentEpisode, play
 from rlzoo.multiagent.plan import plan_multiagent
+from rlzoo.rundir import RunDir
 
 
 def is_multiagent_run(run_dir: str | Path) -> bool:

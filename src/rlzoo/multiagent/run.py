@@ -18,14 +18,14 @@ import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.utils import set_random_seed
 
-from rlzoo.agents.multiagent import TestMultiagent, TrainingMultiagent, opponent_for
-from rlzoo.agents.multiagent_learners import build_learners
-from rlzoo.experiment.build import TEST_SEED_OFFSET
-from rlzoo.experiment.loggers import make_logger
-from rlzoo.experiment.resume import open_run_dir
-from rlzoo.experiment.rundir import RETURNS100_HEADER, RunDir, save_model
+from rlzoo.loggers.outputs import make_logger
+from rlzoo.multiagent.agents import TestMultiagent, TrainingMultiagent, opponent_for
 from rlzoo.multiagent.episodes import Budget, MultiagentEpisode, play
+from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
+from rlzoo.rundir import RETURNS100_HEADER, RunDir, save_model
+from rlzoo.training.build import TEST_SEED_OFFSET
+from rlzoo.training.resume import open_run_dir
 
 
 def train_multiagent(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:

@@ -15,8 +15,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
-from rlzoo.experiment.comparison import Row, table_cells
-from rlzoo.experiment.results import FAILED, UNFINISHED, Group, learning_curve
+from rlzoo.results.comparison import Row, table_cells
+from rlzoo.results.runs import FAILED, UNFINISHED, Group, learning_curve
 
 X_AXES = {"timesteps": "agent steps (summed over envs)", "episodes": "training episodes"}
 

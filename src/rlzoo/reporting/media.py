@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import imageio.v2 as imageio
 import numpy as np
 
 from rlzoo.errors import ConfigError
-from rlzoo.experiment.comparison import Row
-from rlzoo.experiment.results import RunResult
+from rlzoo.replay.video import gif_bytes
+from rlzoo.results.comparison import Row
+from rlzoo.results.runs import RunResult
 from rlzoo.srl.encoder import METADATA as ENCODER_METADATA
 
 ENCODER_METRICS = "metrics.json"
@@ -39,24 +38,12 @@ def best_run(row: Row, last: int = 100) -> tuple[RunResult, float] | None:
     return max(scored, key=lambda pair: pair[1]) if scored else None
 
 
-def gif_bytes(frames: Sequence[np.ndarray], fps: int = 25, stride: int = 2, size: int = 160) -> bytes:
-    """An endless GIF of every ``stride``-th frame, shrunk (or enlarged, nearest pixel) to about ``size`` pixels."""
-    step = max(1, frames[0].shape[0] // size)
-    scale = max(1, size // frames[0].shape[0])
-    images: list[Any] = [
-        np.ascontiguousarray(f[::step, ::step, :3].repeat(scale, 0).repeat(scale, 1)) for f in frames[::stride]
-    ]
-    stream = io.BytesIO()
-    imageio.mimsave(stream, images, format="GIF", duration=1000 * stride / fps, loop=0)
-    return stream.getvalue()
-
-
 def replay(run: RunResult, score: float, seed: int = 0) -> Replay | None:
     """Replay one deterministic episode of ``run``'s newest model (its final one once finished), recording frames.
 
     :return: None when the run has no model yet or its env does not render.
     """
-    from rlzoo.experiment.replay import load_run, run_episodes
+    from rlzoo.replay.loading import load_run, run_episodes
 
     try:
         loaded = load_run(run.path, "latest")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from rlzoo.experiment.comparison import AUTO, Comparison, compare, table_cells
 from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import file_name, plot_env
 from rlzoo.reporting.media import EncoderInfo, Replay, best_replays, encoder_folders, read_encoder
+from rlzoo.results.comparison import AUTO, Comparison, compare, table_cells
 
 REPORT = "report.html"
 STYLE = """
@@ -142,7 +142,7 @@ def write_report(
 ) -> ReportPage:
     """Compare the runs under ``folder`` and write the page (``<folder>/report.html`` unless ``out``).
 
-    :raise ConfigError: no runs under ``folder`` (see :func:`rlzoo.experiment.comparison.compare`).
+    :raise ConfigError: no runs under ``folder`` (see :func:`rlzoo.results.comparison.compare`).
     """
     folder = Path(folder)
     comparison = compare(folder, budgets, baseline)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlzoo.experiment.comparison import Comparison, table_cells
+from rlzoo.results.comparison import Comparison, table_cells
 
 
 def table_data(comparison: Comparison) -> tuple[list[str], list[list[Any]]]:

@@ -13,6 +13,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlzoo.any_env.making import make
+from rlzoo.any_env.spec import EnvSpec
 from rlzoo.errors import ConfigError
 from rlzoo.srl.pixels import rendered_pixels
 
@@ -81,10 +83,10 @@ class KeepObservation(gym.Wrapper):
 
 @dataclass(frozen=True)
 class EpisodeTask:
-    """One collection episode, picklable for a worker process."""
+    """One collection episode, picklable for a worker process: the env as ``rlzoo.train`` makes it (``spec``: id,
+    make keywords and rlzoo's env keys such as ``frame_skip``)."""
 
-    env_id: str
-    env_kwargs: dict[str, Any]
+    spec: EnvSpec
     image_size: int
     policy: Policy
     seed: int
@@ -127,9 +129,10 @@ class Frames:
         return arrays
 
 
-def make_collection_env(env_id: str, env_kwargs: dict[str, Any], image_size: int) -> gym.Env:
-    """The env whose observation is its render at ``image_size`` (as ``srl_model=raw_pixels`` sees it)."""
-    env = gym.make(env_id, **{**env_kwargs, "render_mode": "rgb_array"})
+def make_collection_env(spec: EnvSpec, image_size: int) -> gym.Env:
+    """The env whose observation is its render at ``image_size`` (as ``srl_model=raw_pixels`` sees it), made by the
+    same factory as a run's envs (:func:`rlzoo.any_env.making.make`)."""
+    env = make(spec.with_kwargs(render_mode="rgb_array"))
     return rendered_pixels(KeepObservation(env), image_size, image_size)
 
 
@@ -141,7 +144,7 @@ def ground_truth_of(info: dict[str, Any]) -> np.ndarray:
 
 def run_episode(task: EpisodeTask) -> Frames:
     """Run one episode (seeded by ``task.seed``), at most ``task.max_frames`` frames; drop its final observation."""
-    env = make_collection_env(task.env_id, task.env_kwargs, task.image_size)
+    env = make_collection_env(task.spec, task.image_size)
     frames = Frames()
     try:
         rng = np.random.default_rng(task.seed)

@@ -1,0 +1,119 @@
+"""Test agents: a trained model with learning off, usable wherever states come from.
+
+A test agent needs no env object: it applies the run's representation and frozen normalisation itself, so a web
+handler, another simulator or a multi-agent system hands it observations as the env would have produced them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from rlzoo.agents.held import HeldVecEnv
+from rlzoo.agents.state import State, StateArray
+from rlzoo.srl.representation import Representation
+from rlzoo.training.normalization import FrozenNormalization
+
+
+class TestAgent:
+    """Acts with a trained model, learning off, deterministically by default; an :class:`~rlzoo.agents.Agent` for one
+    :class:`State` and a :class:`~rlzoo.agents.ParallelAgent` for a :class:`StateArray`.
+
+    What ``state.observation`` is, per representation (``srl_model``), always as the env returns it:
+
+    - ``ground_truth``: the env's observation (CartPole's 4 numbers, MobileRobot's position ...), not normalised:
+      the agent applies the run's frozen statistics.
+    - ``raw_pixels``: the env's ``rgb_array`` render (``env.render()``, height x width x 3, uint8, any size): the agent
+      resizes it to ``srl_model.height`` x ``srl_model.width`` and stacks ``srl_model.frame_stack`` frames over calls.
+    - a learned encoder: the encoder's input as its ``srl_model`` config takes it (observation or render); the agent
+      encodes it with the encoder the run trained with.
+
+    Frame stacks and recurrent states follow episodes: after a state with ``done`` set (or, in a batch, for the rows
+    with ``done`` set) a new episode starts; :meth:`reset` starts one explicitly.
+
+    :param model: the trained algorithm.
+    :param representation: the run's representation.
+    :param normalize: the frozen observation normalisation (None: none).
+    :param deterministic: act greedily / with the mean action (False: sample).
+    :param config: the run's config, for reference.
+    :param frame_stack: the run's ``env.frame_stack``: consecutive states the policy reads.
+    """
+
+    __test__ = False  # not a pytest class
+
+    def __init__(
+        self,
+        model: BaseAlgorithm,
+        representation: Representation,
+        normalize: FrozenNormalization | None = None,
+        deterministic: bool = True,
+        config: DictConfig | None = None,
+        frame_stack: int = 1,
+    ) -> None:
+        self.model = model
+        self.frame_stack = frame_stack
+        self.representation = representation
+        self.normalize = normalize
+        self.deterministic = deterministic
+        self.config = config
+        self._held: HeldVecEnv | None = None
+        self._hidden: Any = None
+        self._episode_over = False
+
+    def reset(self) -> None:
+        """Start new episodes: forget stacked frames and recurrent states."""
+        self._held, self._hidden, self._episode_over = None, None, False
+
+    @overload
+    def act(self, state: State) -> Any: ...
+    @overload
+    def act(self, state: StateArray) -> np.ndarray: ...
+    def act(self, state: State | StateArray) -> Any:
+        """The action for one state (or one per row of a batch)."""
+        if isinstance(state, StateArray):
+            observations, starts = np.asarray(state.observation), np.asarray(state.done, dtype=bool)
+        else:
+            observations = np.asarray(state.observation)[None]
+            starts = np.array([self._episode_over])
+            self._episode_over = state.done
+        obs, starts = self._represent(observations, starts)
+        if self.normalize is not None:
+            obs = self.normalize(obs)
+        actions, self._hidden = self.model.predict(
+            obs, state=self._hidden, episode_start=starts, deterministic=self.deterministic
+        )
+        return actions if isinstance(state, StateArray) else actions[0]
+
+    def _represent(self, observations: np.ndarray, starts: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The representation's output for ``observations`` and which rows begin episodes (rows in ``starts`` do;
+        all do when the batch size changes)."""
+        n = len(observations)
+        if self._held is None or len(self._held) != n:
+            self._held = HeldVecEnv(
+                self.representation, observations, self.model.action_space, frame_stack=self.frame_stack
+            )
+            self._hidden = None
+            return self._held.venv.reset(), np.ones(n, dtype=bool)
+        finals = [o if start else None for o, start in zip(observations, starts, strict=True)]
+        self._held.hold_step(StateArray(observations, np.zeros(n), starts, np.zeros(n, bool), finals))
+        obs, _, _, _ = self._held.venv.step(np.zeros(n))
+        return obs, starts
+
+
+def load_agent(run_dir: str | Path, checkpoint: int | str | None = None, deterministic: bool = True) -> TestAgent:
+    """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU.
+
+    :param run_dir: the run dir.
+    :param checkpoint: None or ``"final"``: the final model; steps: ``checkpoints/<steps>/``; ``"latest"``.
+    :param deterministic: act deterministically (the default, as in the run's test episodes).
+    :raise ConfigError: not a run dir, or no such model.
+    """
+    from rlzoo.replay.loading import load_run
+
+    run = load_run(run_dir, checkpoint)
+    stack = run.spec.options.frame_stack
+    return TestAgent(run.model, run.representation, run.normalization, deterministic, run.config, stack)

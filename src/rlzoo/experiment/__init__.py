@@ -1,1 +1,0 @@
-"""Running experiments: run directories, environments, callbacks, logging, test episodes."""

@@ -1,0 +1,83 @@
+"""The layer order of rlzoo's packages, lowest first: a module may import its own layer and the layers below it,
+never one above, and no import goes in a circle (``tests/test_layers.py`` walks every import and checks both).
+
+======  ==================  ===========================================================================================
+layer   name                modules
+======  ==================  ===========================================================================================
+0       ground floor        errors, files, schema, signature, hardware, config, rundir, cli, layers (no rlzoo imports
+                            but each other)
+1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
+2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
+3       srl                 srl: representations, encoders, losses, datasets, metrics
+4       approximation       approximation: building blocks of algorithms (approximations, Q-networks, replay, K-FAC)
+5       algos               algos: the algorithm factory, algorithms SB3 lacks, the JAX backend
+6       loggers             loggers: SB3 logger outputs, W&B, visdom live plots
+7       training            training: plan, build, budget, callbacks, resume, fine-tune, one run
+8       results, replay     results (reading many runs), replay (loading one trained run, plots, videos)
+9       agents              agents: the agent API (state, presets, load_agent, run_experiment)
+10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, run
+11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
+12      entrypoints         train, collect, enjoy, plot, report, srl.train, tune.command, pipeline
+======  ==================  ===========================================================================================
+"""
+
+from __future__ import annotations
+
+# Module prefixes of each layer, lowest first; a module belongs to the layer of its longest matching prefix.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "ground floor",
+        (
+            "rlzoo.errors",
+            "rlzoo.files",
+            "rlzoo.schema",
+            "rlzoo.signature",
+            "rlzoo.hardware",
+            "rlzoo.config",
+            "rlzoo.rundir",
+            "rlzoo.cli",
+            "rlzoo.layers",
+        ),
+    ),
+    ("envs", ("rlzoo", "rlzoo.envs")),
+    ("any_env", ("rlzoo.any_env",)),
+    ("srl", ("rlzoo.srl",)),
+    ("approximation", ("rlzoo.approximation",)),
+    ("algos", ("rlzoo.algos",)),
+    ("loggers", ("rlzoo.loggers",)),
+    ("training", ("rlzoo.training",)),
+    ("results, replay", ("rlzoo.results", "rlzoo.replay")),
+    ("agents", ("rlzoo.agents",)),
+    ("multiagent", ("rlzoo.multiagent",)),
+    ("tune, reporting", ("rlzoo.tune", "rlzoo.reporting")),
+    (
+        "entrypoints",
+        (
+            "rlzoo.train",
+            "rlzoo.collect",
+            "rlzoo.enjoy",
+            "rlzoo.plot",
+            "rlzoo.report",
+            "rlzoo.srl.train",
+            "rlzoo.tune.command",
+            "rlzoo.tune.__main__",
+            "rlzoo.pipeline",
+        ),
+    ),
+)
+
+
+def layer_of(module: str) -> int:
+    """The layer number of ``module`` (a dotted name inside ``rlzoo``), by its longest matching prefix.
+
+    :raise KeyError: a module no layer names.
+    """
+    best, best_length = -1, -1
+    for number, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and len(prefix) > best_length:
+                best, best_length = number, len(prefix)
+    if best < 0:
+        raise KeyError(f"{module} is in no layer of rlzoo.layers.LAYERS")
+    return best

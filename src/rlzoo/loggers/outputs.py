@@ -1,0 +1,114 @@
+"""SB3 metric logging for a run: console, CSV, TensorBoard and (optionally) Weights & Biases."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
+
+from rlzoo.errors import ConfigError
+from rlzoo.rundir import RunDir
+from rlzoo.schema import parse
+
+FORMATS = ("stdout", "csv", "tensorboard")
+
+
+@dataclass(frozen=True)
+class WandbSettings:
+    """Where a run appears in Weights & Biases."""
+
+    project: str
+    group: str | None = None
+    name: str | None = None
+    entity: str | None = None
+    mode: Literal["offline", "online", "disabled"] = "offline"
+    tags: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> WandbSettings:
+        """The checked ``logger.wandb`` keys."""
+        return parse(cls, values, prefix="logger.wandb.")
+
+
+class WandbWriter(KVWriter):
+    """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        numbers = {
+            key: value
+            for key, value in key_values.items()
+            if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
+        }
+        self.run.log({**numbers, "global_step": step})
+
+    def close(self) -> None:
+        """The W&B run is finished by the owner of the logger (in a ``finally``)."""
+
+
+class AppendingCSVOutputFormat(CSVOutputFormat):
+    """SB3's CSV writer, continuing an existing file (a resumed run) instead of truncating it."""
+
+    def __init__(self, filename: str) -> None:
+        if not os.path.isfile(filename) or os.path.getsize(filename) == 0:
+            super().__init__(filename)
+            return
+        self.file = open(filename, "r+")  # noqa: SIM115  (closed by close(), as in SB3)
+        self.keys = [key for key in self.file.readline().rstrip("\n").split(",") if key]
+        self.separator = ","
+        self.quotechar = '"'
+        self.file.seek(0, os.SEEK_END)
+
+
+def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:
+    """Flat config columns to compare runs by in W&B's table: algorithm class, env id, representation, seed."""
+    return {
+        "algo_name": str(config["algo"].get("_target_", "")).rsplit(".", 1)[-1],
+        "env_id": config["env"].get("id"),
+        "srl_model_name": config["srl_model"].get("name"),
+        "seed": config.get("seed"),
+    }
+
+
+def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
+    """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
+    import wandb
+
+    return wandb.init(
+        project=settings.project,
+        entity=settings.entity,
+        group=settings.group,
+        name=settings.name or run.path.name,
+        tags=settings.tags,
+        mode=settings.mode,
+        dir=str(run.path),
+        config={**config, **comparison_columns(config)},
+        reinit="create_new",
+    )
+
+
+def check_formats(formats: Sequence[str], verbose: int) -> list[str]:
+    """The checked output formats, without the console when ``verbose`` is 0."""
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ConfigError(f"logger.formats has {unknown}; allowed: {', '.join(FORMATS)}")
+    return [f for f in formats if verbose or f != "stdout"]
+
+
+def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> Logger:
+    """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``)."""
+    writers: list[KVWriter] = []
+    for name in formats:
+        if name == "csv":
+            writers.append(AppendingCSVOutputFormat(str(run.progress)))
+        else:
+            folder = run.tensorboard_dir if name == "tensorboard" else run.path
+            writers.append(make_output_format(name, str(folder)))
+    if wandb_run is not None:
+        writers.append(WandbWriter(wandb_run))
+    return Logger(folder=str(run.path), output_formats=writers)

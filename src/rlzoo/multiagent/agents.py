@@ -1,0 +1,138 @@
+"""Multiagents: ``act(MultiagentState)`` returns the action of the agent whose turn it is (ALL's ``Multiagent``).
+
+- :class:`TrainingMultiagent`: each learning key's training agent acts and learns; other keys play the opponent.
+- :class:`TestMultiagent`: learning off, deterministic; :func:`load_multiagent` loads one from a run dir.
+- :class:`RandomMultiagent`: legal actions at random (the ``random`` fixed opponent).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from rlzoo.agents.state import State
+from rlzoo.multiagent.learners import Learners, MaskedQAgent, ObservationCoder, action_scores, masked_argmax
+from rlzoo.multiagent.plan import MultiagentPlan
+from rlzoo.multiagent.state import Multiagent, MultiagentState
+from rlzoo.training.build import load_model, snapshot
+
+
+class RandomMultiagent:
+    """Plays a uniformly random legal action for every agent (the ``random`` opponent); seeded."""
+
+    def __init__(self, action_spaces: dict[str, spaces.Space], seed: int = 0) -> None:
+        self.action_spaces = action_spaces
+        self._rng = np.random.default_rng(seed)
+        for i, space in enumerate(action_spaces.values()):
+            space.seed(seed + i)
+
+    def act(self, state: MultiagentState) -> Any:
+        if state.done:
+            return None
+        if state.action_mask is not None:
+            return int(self._rng.choice(np.flatnonzero(state.action_mask)))
+        return self.action_spaces[state.agent].sample()
+
+
+class TestMultiagent:
+    """Acts with trained models, learning off: per agent key its model (shared: the same model for all keys), and
+    the ``opponent`` for keys without one. Masked envs: the masked argmax (always deterministic).
+
+    :param models: the model of each learning agent key.
+    :param coder: what the models observe of a state (the shared layout appends the agent id).
+    :param opponent: plays the keys without a model (None: every key must have one).
+    """
+
+    __test__ = False  # not a pytest class
+
+    def __init__(
+        self,
+        models: dict[str, BaseAlgorithm],
+        coder: ObservationCoder,
+        opponent: Multiagent | None = None,
+        deterministic: bool = True,
+    ) -> None:
+        self.models, self.coder, self.opponent, self.deterministic = models, coder, opponent, deterministic
+
+    def act(self, state: MultiagentState) -> Any:
+        if state.done:
+            return None
+        model = self.models.get(state.agent)
+        if model is None:
+            if self.opponent is None:
+                raise KeyError(f"no model plays agent {state.agent!r}; models: {', '.join(self.models)}")
+            return self.opponent.act(state)
+        observation = self.coder(state)[None]
+        if state.action_mask is not None:
+            return int(masked_argmax(action_scores(model, observation), state.action_mask[None])[0])
+        action, _ = model.predict(observation, deterministic=self.deterministic)
+        return action[0]
+
+
+class TrainingMultiagent:
+    """Acts and learns: hands each learning key's states to that key's training agent (which stores the transition
+    and trains when its algorithm's ``learn()`` would), and the other keys' states to ``opponent``.
+
+    Drive it with every state of an AEC loop, ``done`` ones included (that is how an agent's last transition is
+    closed; it returns None for them, the action PettingZoo expects for an agent that left).
+    """
+
+    def __init__(self, learners: Learners, opponent: Multiagent | None = None) -> None:
+        self.learners = learners
+        self.opponent = opponent
+
+    @property
+    def models(self) -> dict[str, BaseAlgorithm]:
+        """The models to save, by learner name."""
+        return self.learners.models
+
+    def act(self, state: MultiagentState) -> Any:
+        agent = self.learners.agents.get(state.agent)
+        if agent is None:
+            if self.opponent is None:
+                raise KeyError(f"agent {state.agent!r} has no learner and there is no opponent")
+            return self.opponent.act(state)
+        if isinstance(agent, MaskedQAgent):
+            agent.action_mask = state.action_mask
+        inner = State(self.learners.coder(state), state.reward, state.terminated, state.truncated, state.info)
+        action = agent.act(inner)
+        return None if state.done else action
+
+    def test_agent(self) -> TestMultiagent:
+        """A test multiagent with the weights as they are now (they do not change when this one goes on learning)."""
+        copies = {name: snapshot(model) for name, model in self.models.items()}
+        owner = {key: name for name, model in self.models.items() for key, a in self.learners.agents.items()
+                 if a.model.policy is model.policy}  # fmt: skip
+        return TestMultiagent({key: copies[name] for key, name in owner.items()}, self.learners.coder, self.opponent)
+
+
+def opponent_for(plan: MultiagentPlan) -> Multiagent | None:
+    """The fixed opponent of a plan's non-learning keys (None when every key learns)."""
+    others = [key for key in plan.agents if key not in plan.learning_keys]
+    if not others:
+        return None
+    opponent = plan.layout.opponent or "random"
+    if opponent == "random":
+        return RandomMultiagent({key: plan.agents[key].action for key in others}, plan.seed)
+    return load_multiagent(opponent)
+
+
+def load_multiagent(run_dir: str | Path, deterministic: bool = True) -> TestMultiagent:
+    """The test multiagent of a multi-agent run dir (its models on the CPU; a fixed opponent as in training).
+
+    :raise ConfigError: not a run dir, not a multi-agent run, a missing or corrupt model.
+    """
+    from rlzoo.multiagent.plan import plan_multiagent
+    from rlzoo.replay.loading import open_run
+
+    run = open_run(run_dir)
+    plan = plan_multiagent(run.read_config())
+    models = {name: load_model(plan.factory.algo_class, run.learner_model(name)) for name in plan.learners}
+    shared = any(len(keys) > 1 for keys in plan.learners.values())
+    coder = ObservationCoder(plan.learning_keys if shared else None)
+    by_key = {key: models[name] for name, keys in plan.learners.items() for key in keys}
+    return TestMultiagent(by_key, coder, opponent_for(plan), deterministic)

@@ -1,0 +1,134 @@
+"""``python -m rlzoo.pipeline experiment=<name>``: from nothing to the results table in one command.
+
+Steps, each cached by content in the pipeline dir (``pipeline.dir``, ``multirun/pipeline/<experiment>`` by default):
+collect one dataset per env (``rlzoo.collect``), train one encoder per learned representation (``rlzoo.srl.train``),
+run the RL sweep env x srl_model x seed (``rlzoo.train -m``, through the hardware profile's launcher: local, joblib
+or Slurm), then write the table (``rlzoo.plot``), the HTML report (``rlzoo.report``) and, with ``logger=wandb``, the
+table and figures to the sweep's W&B group. Running it again after a crash, or with more seeds or options, computes
+only what is missing and says so per step. Every input is checked before the first step starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from rlzoo.cli import one_line_errors
+from rlzoo.config import CONFIG_DIR
+from rlzoo.errors import ConfigError
+from rlzoo.pipeline.launch import Job, all_jobs, job_statuses, run_sweep
+from rlzoo.pipeline.spec import PIPELINE_CONFIG, PipelineSpec, pipeline_spec
+from rlzoo.pipeline.steps import (
+    Step,
+    compose_train,
+    dataset_step,
+    encoder_step,
+    is_learned,
+    method_config,
+    run_step,
+    write_option,
+)
+
+RESULTS = "results"
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """The steps of a checked pipeline: datasets per env, encoders per (env, method), the RL jobs."""
+
+    spec: PipelineSpec
+    datasets: dict[str, Step]
+    encoders: dict[tuple[str, str], Step]
+    jobs: list[Job]
+
+
+def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
+    """Compose every step's config and check it (nothing is written but the generated ``srl_model`` options, once
+    the pipeline dir is claimed for this experiment)."""
+    spec.check_dir()
+    scratch = spec.runs_dir  # a run_dir to compose with; nothing is written there
+    bases = {str(m): method_config(spec, str(m)) for m in spec.axes["srl_model"]}
+    learned = [m for m, base in bases.items() if is_learned(base)]
+    datasets: dict[str, Step] = {}
+    encoders: dict[tuple[str, str], Step] = {}
+    for env in map(str, spec.axes["env"]):
+        configs = {method: compose_train(spec, env, method, scratch) for method in bases}  # every job's keys, checked
+        if learned:
+            datasets[env] = dataset_step(spec, env, configs[learned[0]].env)
+            encoders |= {(env, m): encoder_step(spec, m, bases[m], env, datasets[env]) for m in learned}
+    spec.claim_dir()
+    options = {}
+    for env in map(str, spec.axes["env"]):
+        for method, base in bases.items():
+            if method in learned or method in spec.srl_model:
+                encoder = encoders[(env, method)].folder if method in learned else None
+                size = int(datasets[env].config.image_size) if method in learned else None
+                options[(env, method)] = write_option(spec, method, base, env, size, encoder)
+                compose_train(spec, env, options[(env, method)], scratch, search=spec.dir / "conf")
+    return PipelinePlan(spec, datasets, encoders, all_jobs(spec, options))
+
+
+def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict[str, list[str]]:
+    """Run (or finish) the pipeline ``spec`` describes; return the RL jobs by status (done, failed, unfinished)."""
+    from rlzoo.collect import collect
+    from rlzoo.srl.train import train_encoder
+
+    started = time.perf_counter()
+    plan = plan_pipeline(spec)
+    say = lambda message: log(f"rlzoo.pipeline: {message}")  # noqa: E731
+    say(f"experiment {spec.experiment} in {spec.dir}: {len(plan.datasets)} dataset(s), {len(plan.encoders)} "
+        f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
+    for step in plan.datasets.values():
+        run_step(step, collect, say)
+    for step in plan.encoders.values():
+        run_step(step, train_encoder, say)
+    run_sweep(spec, plan.jobs, say)
+    statuses = job_statuses(spec, plan.jobs)
+    results(spec, say)
+    say(
+        f"finished in {time.perf_counter() - started:.0f} s: " + ", ".join(f"{len(v)} {k}" for k, v in statuses.items())
+    )
+    return statuses
+
+
+def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:
+    """The table and figures (``<dir>/results/``), the report (``<dir>/report.html``) and W&B's copy of them."""
+    from rlzoo.plot import PlotSettings, plot
+    from rlzoo.reporting.page import write_report
+
+    try:
+        report = plot(PlotSettings(dir=str(spec.runs_dir), out=str(spec.dir / RESULTS)), log=say)
+    except ConfigError as error:  # no run has an episode yet (all failed before their first)
+        say(f"no table: {error}")
+        return
+    if spec.report:
+        write_report(spec.dir, spec.dir / "report.html", videos=spec.videos, log=say)
+    if spec.wandb is not None:
+        from rlzoo.reporting.wandb_results import log_results
+        from rlzoo.results.comparison import compare
+
+        folder = log_results(compare(spec.runs_dir), report.figures, spec.wandb, str(spec.runs_dir), spec.dir)
+        say(f"W&B: the table and {len(report.figures)} figure(s) in group {spec.runs_dir} ({folder})")
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name=PIPELINE_CONFIG, version_base="1.3")
+@one_line_errors("rlzoo.pipeline")
+def main(cfg: DictConfig) -> None:
+    """Hydra entrypoint: the command line's overrides describe the pipeline (see :func:`pipeline_spec`)."""
+    hydra_cfg = HydraConfig.get()
+    overrides = [*hydra_cfg.overrides.task, *(o for o in hydra_cfg.overrides.hydra if o.startswith("hydra.launcher"))]
+    statuses = run_pipeline(pipeline_spec(list(overrides)))
+    failed = statuses.get("failed", []) + statuses.get("unfinished", [])
+    if failed:
+        raise SystemExit(
+            f"rlzoo.pipeline: {len(failed)} RL run(s) did not finish: {', '.join(failed)} (see runs/summary.md)"
+        )
+
+
+if __name__ == "__main__":
+    main()

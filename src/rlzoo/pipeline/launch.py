@@ -1,0 +1,128 @@
+"""The RL sweep of a pipeline: its jobs, which of them are missing, and the ``rlzoo.train -m`` launches that run them.
+
+Every job has a run dir named by its axis values, ``<pipeline dir>/runs/<env>_<srl_model>_seed<seed>[_<key>=<value>]``
+(``hydra.sweep.subdir``), so a finished job (``metrics.json``) is found again and never rerun; an unfinished one is
+launched again and resumes from its newest checkpoint. The missing jobs are launched as few Hydra multiruns as cover
+them (one per env and per set of seeds), through the hardware profile's launcher: local, joblib or Slurm.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rlzoo.pipeline.spec import PipelineSpec, group_options
+from rlzoo.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class Job:
+    """One RL run of the sweep: its axis values and the ``srl_model`` option it selects."""
+
+    values: dict[str, Any]
+    option: str
+
+    @property
+    def name(self) -> str:
+        return job_name(self.values)
+
+    def run_dir(self, spec: PipelineSpec) -> RunDir:
+        return RunDir(spec.runs_dir / self.name)
+
+
+def job_name(values: dict[str, Any]) -> str:
+    """``<env>_<srl_model>_seed<seed>`` then ``_<key>=<value>`` for every other axis."""
+    named = f"{values.get('env', 'env')}_{values['srl_model']}_seed{values.get('seed', 0)}"
+    rest = "".join(f"_{k}={v}" for k, v in values.items() if k not in ("env", "srl_model", "seed"))
+    return named + rest
+
+
+def subdir_pattern(axes: dict[str, list[Any]]) -> str:
+    """The ``hydra.sweep.subdir`` that names a job's run dir as :func:`job_name` does."""
+    env = "${hydra.runtime.choices.env}" if "env" in axes else "env"
+    seed = "${seed}" if "seed" in axes else "0"
+    rest = "".join(
+        f"_{k}=${{hydra.runtime.choices.{k}}}" if k in _groups() else f"_{k}=${{{k}}}"
+        for k in axes
+        if k not in ("env", "srl_model", "seed")
+    )
+    return f"{env}_${{srl_model.name}}_seed{seed}{rest}"
+
+
+def _groups() -> set[str]:
+    from rlzoo.config import CONFIG_DIR
+
+    return {p.name for p in CONFIG_DIR.iterdir() if p.is_dir() and group_options(p.name)}
+
+
+def all_jobs(spec: PipelineSpec, options: dict[tuple[str, str], str]) -> list[Job]:
+    """The product of the axes; ``options`` maps (env, method) to a generated ``srl_model`` option."""
+    keys = list(spec.axes)
+    jobs = []
+    for combination in itertools.product(*spec.axes.values()):
+        values = dict(zip(keys, combination, strict=True))
+        env, method = str(values.get("env", "")), str(values["srl_model"])
+        jobs.append(Job(values, options.get((env, method), method)))
+    return jobs
+
+
+def blocks(jobs: list[Job]) -> list[dict[str, list[Any]]]:
+    """Cover ``jobs`` by few cartesian products: per env and other axes' values, options that miss the same seeds
+    go together."""
+    seeds: dict[tuple[Any, ...], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    rest_of: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for job in jobs:
+        rest = {k: v for k, v in job.values.items() if k not in ("srl_model", "seed")}
+        key = tuple(sorted((k, repr(v)) for k, v in rest.items()))
+        rest_of[key] = rest
+        seeds[key][job.option].append(job.values.get("seed"))
+    covered = []
+    for key, by_option in seeds.items():
+        together: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+        for option, values in by_option.items():
+            together[tuple(values)].append(option)
+        for seed_values, options in together.items():
+            block = {k: [v] for k, v in rest_of[key].items()} | {"srl_model": options}
+            if seed_values != (None,):
+                block["seed"] = list(seed_values)
+            covered.append(block)
+    return covered
+
+
+def launch_command(spec: PipelineSpec, block: dict[str, list[Any]]) -> list[str]:
+    """``python -m rlzoo.train -m`` with the experiment, the pipeline's train overrides and the block's axes."""
+    axes = [f"{key}={','.join(map(str, values))}" for key, values in block.items()]
+    return [
+        sys.executable, "-m", "rlzoo.train", "-m", f"experiment={spec.experiment}", *spec.train, *axes,
+        f"hydra.sweep.dir={spec.runs_dir}", f"hydra.sweep.subdir={subdir_pattern(spec.axes)}",
+        f"hydra.searchpath=[file://{spec.dir / 'conf'}]",
+    ]  # fmt: skip
+
+
+def run_sweep(spec: PipelineSpec, jobs: list[Job], log: Callable[[str], None]) -> int:
+    """Launch the jobs that have not finished; return how many launches failed (a job failing fails its launch)."""
+    missing = [job for job in jobs if not job.run_dir(spec).is_finished()]
+    log(
+        f"runs: {len(jobs) - len(missing)} of {len(jobs)} finished (cached); {len(missing)} to train in {spec.runs_dir}"
+    )
+    failed = 0
+    for block in blocks(missing):
+        command = launch_command(spec, block)
+        log("launching: " + " ".join(command[1:]))
+        failed += subprocess.run(command, check=False).returncode != 0
+    return failed
+
+
+def job_statuses(spec: PipelineSpec, jobs: list[Job]) -> dict[str, list[str]]:
+    """Job names by status: done, failed (``error.txt``), unfinished."""
+    statuses: dict[str, list[str]] = defaultdict(list)
+    for job in jobs:
+        run = job.run_dir(spec)
+        status = "done" if run.is_finished() else "failed" if run.error.is_file() else "unfinished"
+        statuses[status].append(job.name)
+    return dict(statuses)

@@ -1,0 +1,278 @@
+"""Load a trained agent back from its run dir alone: model, env, representation and frozen normalisation.
+
+Everything comes from the run dir (:mod:`rlzoo.rundir`): the resolved ``config.yaml`` names the env, the
+representation and the algorithm class; ``model.zip`` (+ ``obs_norm.npz``) or ``checkpoints/<steps>/`` hold the weights
+and the statistics, which are frozen at replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from omegaconf import DictConfig, OmegaConf
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+import rlzoo  # noqa: F401  (registers the rlzoo/ env ids a run may use)
+from rlzoo.any_env.spec import EnvSpec
+from rlzoo.errors import ConfigError
+from rlzoo.rundir import MODEL, OBS_NORM, RunDir
+from rlzoo.srl.representation import Representation
+from rlzoo.training.build import RunBuilder, load_model
+from rlzoo.training.episodes import EpisodeResult, play_episodes
+from rlzoo.training.normalization import FrozenNormalization
+from rlzoo.training.plan import RunPlan, plan_run
+
+FINAL = "final"
+LATEST = "latest"
+
+
+def open_run(run_dir: str | Path) -> RunDir:
+    """The run dir at ``run_dir``, or a ConfigError saying why it is not one."""
+    run = RunDir(Path(run_dir).expanduser())
+    if not run.path.is_dir():
+        raise ConfigError(f"run={run_dir}: no such folder; pass the folder a training run wrote (with config.yaml)")
+    if not run.is_run():
+        raise ConfigError(
+            f"run={run_dir} is not a run dir (it has no config.yaml); pass the folder a training run wrote, "
+            "e.g. outputs/<date>/<time>_<algo>_<env>"
+        )
+    return run
+
+
+def checkpoint_steps(run: RunDir) -> list[int]:
+    """Steps of the complete checkpoints of ``run``, oldest first."""
+    return [int(folder.name) for folder in run.checkpoints()]
+
+
+def _available(run: RunDir) -> str:
+    names = ([FINAL] if run.model.is_file() else []) + [str(s) for s in checkpoint_steps(run)]
+    return ", ".join(names) if names else "none (no model.zip and no checkpoints/ yet)"
+
+
+def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[Path, int | None]:
+    """Resolve ``checkpoint`` to the folder holding ``model.zip`` (+ ``obs_norm.npz``).
+
+    :param checkpoint: None or ``"final"``: the final model; an int (or digit string): ``checkpoints/<steps>/``;
+        ``"latest"``: the newest checkpoint or the final model, whichever was written last.
+    :return: the folder and the checkpoint's steps (None for the final model).
+    """
+    if checkpoint is None or checkpoint == FINAL:
+        if not run.model.is_file():
+            raise ConfigError(
+                f"run {run.path} has no final {MODEL} (still training, or stopped early); "
+                f"available: {_available(run)}; choose one with checkpoint=<steps> or checkpoint={LATEST}"
+            )
+        return run.path, None
+    if checkpoint == LATEST:
+        candidates: list[tuple[Path, int | None]] = [(f / MODEL, int(f.name)) for f in run.checkpoints()]
+        if run.model.is_file():
+            candidates.append((run.model, None))
+        if not candidates:
+            raise ConfigError(f"run {run.path} has no model yet: no {MODEL} and no complete checkpoints/")
+        newest, steps = max(candidates, key=lambda c: (c[0].stat().st_mtime, c[1] is None))
+        return newest.parent, steps
+    if isinstance(checkpoint, str) and checkpoint.isdigit():
+        checkpoint = int(checkpoint)
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, int):
+        raise ConfigError(f"checkpoint={checkpoint!r}; allowed: {FINAL}, {LATEST} or the steps of a checkpoint")
+    if checkpoint not in checkpoint_steps(run):
+        raise ConfigError(f"checkpoint={checkpoint} not found in run {run.path}; available: {_available(run)}")
+    return run.checkpoint(checkpoint), checkpoint
+
+
+@dataclass
+class LoadedRun:
+    """A trained agent with everything needed to act as it did in training and test.
+
+    :param path: the run dir.
+    :param plan: the run's saved config, planned again (the env as trained, its representation, the algorithm).
+    :param model: the algorithm, loaded on the CPU.
+    :param normalization: the frozen observation statistics (None when the run did not normalise).
+    :param checkpoint: the checkpoint's steps, None for the final model.
+    """
+
+    path: Path
+    plan: RunPlan
+    model: BaseAlgorithm
+    normalization: FrozenNormalization | None = None
+    checkpoint: int | None = None
+
+    @property
+    def config(self) -> DictConfig:
+        return self.plan.config
+
+    @property
+    def spec(self) -> EnvSpec:
+        return self.plan.spec
+
+    @property
+    def representation(self) -> Representation:
+        return self.plan.representation
+
+    @property
+    def label(self) -> str:
+        """``final`` or ``checkpoint_<steps>`` (used to name replay outputs)."""
+        return FINAL if self.checkpoint is None else f"checkpoint_{self.checkpoint}"
+
+    def normalize_observation(self, obs: np.ndarray) -> np.ndarray:
+        """Normalise ``obs`` with the frozen statistics; identity when the run did not normalise."""
+        return obs if self.normalization is None else self.normalization(obs)
+
+    def make_env(self, seed: int = 0, render_mode: str | None = None) -> VecEnv:
+        """One env of the run with its representation and frozen normalisation (as in the test episodes).
+
+        :param seed: the env's seed.
+        :param render_mode: e.g. ``"rgb_array"`` to record frames with ``venv.render()``.
+        """
+        return RunBuilder(self.plan).test_env(self.normalization, seed, render_mode)
+
+
+def plan_saved_run(config: DictConfig) -> RunPlan:
+    """The plan of a run's saved config, on the CPU and without reading its run dir's state."""
+    on_cpu = OmegaConf.merge(config, {"hardware": {"device": "cpu"}})
+    assert isinstance(on_cpu, DictConfig)
+    return plan_run(on_cpu, run_dir_state=False)
+
+
+def load_run(run_dir: str | Path, checkpoint: int | str | None = None) -> LoadedRun:
+    """Load the agent of a run dir (see :func:`model_folder` for ``checkpoint``), on the CPU.
+
+    :raise ConfigError: not a run dir, missing or corrupt model, unknown checkpoint.
+    """
+    run = open_run(run_dir)
+    folder, steps = model_folder(run, checkpoint)
+    plan = plan_saved_run(run.read_config())
+    model = load_model(plan.factory.algo_class, folder / MODEL)
+    normalization = None
+    if (folder / OBS_NORM).is_file():
+        normalization = FrozenNormalization.load(folder / OBS_NORM)
+    elif plan.settings.normalize:
+        raise ConfigError(f"{folder} has {MODEL} but no {OBS_NORM}, although the run normalised observations")
+    return LoadedRun(run.path, plan, model, normalization, steps)
+
+
+def describe(loaded: LoadedRun) -> dict[str, Any]:
+    """What was loaded, for messages: run, checkpoint, algorithm, env, srl_model, steps."""
+    return {
+        "run": str(loaded.path),
+        "checkpoint": loaded.label,
+        "algo": type(loaded.model).__name__,
+        "env": loaded.spec.id,
+        "srl_model": loaded.representation.name,
+        "steps": int(loaded.model.num_timesteps),
+    }
+
+
+@dataclass
+class Episode:
+    """One replayed episode.
+
+    :param ret: the undiscounted return (the Monitor's, as in training).
+    :param length: number of agent steps.
+    :param actions: the actions taken, one row per step.
+    :param probabilities: per step, the policy's probability of each discrete action (None when not recorded).
+    :param robot: ``info["robot_position"]`` at reset and after every step (None when not recorded).
+    :param targets: ``info["target_position"]`` likewise.
+    :param frames: one ``rgb_array`` render per step, taken before the agent acts (empty when not recorded).
+    """
+
+    ret: float
+    length: int
+    actions: np.ndarray
+    probabilities: np.ndarray | None = None
+    robot: np.ndarray | None = None
+    targets: np.ndarray | None = None
+    frames: list[np.ndarray] = field(default_factory=list)
+
+
+def action_probabilities(model: BaseAlgorithm, obs: np.ndarray) -> np.ndarray | None:
+    """The policy's probability of each action for the (already normalised) ``obs`` of one env.
+
+    :return: an array of ``n`` probabilities, or None for policies without an action distribution (DQN's greedy
+        Q-network, ARS, recurrent policies) and for non-discrete action spaces.
+    """
+    policy = model.policy
+    if not isinstance(model.action_space, spaces.Discrete) or isinstance(policy, RecurrentActorCriticPolicy):
+        return None
+    get_distribution = getattr(policy, "get_distribution", None)
+    if get_distribution is None:
+        return None
+    with torch.no_grad():
+        obs_tensor, _ = policy.obs_to_tensor(obs)
+        probs = get_distribution(obs_tensor).distribution.probs
+    return probs.cpu().numpy()[0]
+
+
+class _EpisodeRecorder:
+    """Records what :func:`run_episodes` is asked for, step by step (a :class:`rlzoo.training.episodes.Recorder`)."""
+
+    def __init__(self, model: BaseAlgorithm, frames: bool, positions: bool, probabilities: bool, env_id: str) -> None:
+        self.model, self.frames, self.positions, self.probabilities, self.env_id = (
+            model, frames, positions, probabilities, env_id
+        )  # fmt: skip
+        self.episodes: list[Episode] = []
+        self._infos: list[dict[str, Any]] = []
+        self._actions: list[np.ndarray] = []
+        self._probs: list[np.ndarray | None] = []
+        self._images: list[np.ndarray] = []
+
+    def start(self, reset_info: dict[str, Any]) -> None:
+        if self.positions and "robot_position" not in reset_info:
+            raise ConfigError(
+                f"the trajectory plot needs ground-truth positions in info['robot_position'] (and "
+                f"info['target_position']); {self.env_id} does not put them there (the rlzoo/MobileRobot envs do)"
+            )
+        self._infos, self._actions, self._probs, self._images = [reset_info], [], [], []
+
+    def before_action(self, venv: VecEnv, observation: Any) -> None:
+        if self.frames:
+            self._images.append(np.asarray(venv.render()))
+        if self.probabilities:
+            self._probs.append(action_probabilities(self.model, observation))
+
+    def after_step(self, action: np.ndarray, reward: float, info: dict[str, Any]) -> None:
+        self._actions.append(action)
+        self._infos.append(info)
+
+    def finish(self, result: EpisodeResult) -> None:
+        episode = Episode(result.ret, len(self._actions), np.stack(self._actions), frames=self._images)
+        if self.probabilities and self._probs and self._probs[0] is not None:
+            episode.probabilities = np.stack([p for p in self._probs if p is not None])
+        if self.positions:
+            episode.robot = np.stack([info["robot_position"] for info in self._infos])
+            if "target_position" in self._infos[0]:
+                episode.targets = np.stack([info["target_position"] for info in self._infos])
+        self.episodes.append(episode)
+
+
+def run_episodes(
+    loaded: LoadedRun,
+    episodes: int,
+    *,
+    deterministic: bool = True,
+    seed: int = 0,
+    frames: bool = False,
+    positions: bool = False,
+    probabilities: bool = False,
+) -> list[Episode]:
+    """Replay ``episodes`` episodes one after the other on one env, recording what is asked for.
+
+    :param frames: record an ``rgb_array`` frame per step (the env is made with that render mode).
+    :param positions: record ``info["robot_position"]`` and ``info["target_position"]``.
+    :param probabilities: record the discrete action probabilities (see :func:`action_probabilities`).
+    :raise ConfigError: ``positions`` for an env whose info has no ``robot_position``.
+    """
+    recorder = _EpisodeRecorder(loaded.model, frames, positions, probabilities, loaded.spec.id)
+    venv = loaded.make_env(seed, render_mode="rgb_array" if frames else None)
+    try:
+        play_episodes(loaded.model, venv, episodes, deterministic=deterministic, recorder=recorder)
+        return recorder.episodes
+    finally:
+        venv.close()

@@ -1,0 +1,293 @@
+"""The run-directory format: the one place that knows file names and what is written when.
+
+A run directory holds::
+
+    config.yaml            the resolved config (written before training starts)
+    model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
+    obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
+    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume); atomic
+    monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor)
+    returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
+    progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
+    test_returns.csv       one row per test episode: episode,return,length
+    resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
+    error.txt              the error of a sweep job that failed
+    models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
+    returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
+    test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
+    metrics.json           summary; written last, so its presence means the run finished
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.errors import ConfigError
+from rlzoo.files import atomic_path, atomic_write_text
+
+if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+    from stable_baselines3.common.vec_env import VecNormalize
+
+CONFIG = "config.yaml"
+MODEL = "model.zip"
+OBS_NORM = "obs_norm.npz"
+METRICS = "metrics.json"
+TEST_RETURNS = "test_returns.csv"
+RETURNS100 = "returns100.csv"
+RETURNS100_HEADER = "frame,mean,std,max,min"
+MONITOR_SUFFIX = ".monitor.csv"
+PROGRESS = "progress.csv"
+CHECKPOINT_STATE = "state.json"
+RESUMES = "resumes.csv"
+ERROR = "error.txt"
+ENJOY = "enjoy"
+LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
+AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
+AGENT_TEST_RETURNS = "test_returns_agents.csv"
+
+
+def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
+    """Save observation statistics as plain arrays (no pickle), atomically."""
+    rms = normalizer.obs_rms
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+    assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
+    with atomic_path(path) as tmp, tmp.open("wb") as stream:
+        np.savez(
+            stream,
+            mean=rms.mean,
+            var=rms.var,
+            count=np.asarray(rms.count),
+            clip_obs=np.asarray(normalizer.clip_obs),
+            epsilon=np.asarray(normalizer.epsilon),
+        )
+
+
+class ObsNorm(NamedTuple):
+    """Observation-normalisation statistics as :func:`save_obs_norm` writes them."""
+
+    rms: RunningMeanStd
+    clip_obs: float
+    epsilon: float
+
+
+def load_obs_norm(path: Path) -> ObsNorm:
+    """Read statistics written by :func:`save_obs_norm` (plain arrays, no pickle)."""
+    from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+    with np.load(path, allow_pickle=False) as data:
+        rms = RunningMeanStd(shape=data["mean"].shape)
+        rms.mean = data["mean"].astype(np.float64)
+        rms.var = data["var"].astype(np.float64)
+        rms.count = float(data["count"])
+        return ObsNorm(rms, float(data["clip_obs"]), float(data["epsilon"]))
+
+
+def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
+    """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
+    try:
+        with atomic_path(folder / MODEL) as tmp:
+            model.save(tmp)
+    except OSError as error:  # a full disk ...: name the file (torch's writes carry no file name)
+        error.filename = error.filename or str(folder / MODEL)
+        raise
+    if normalizer is not None:
+        save_obs_norm(folder / OBS_NORM, normalizer)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run directory and the writes that define its format."""
+
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def model(self) -> Path:
+        return self.path / MODEL
+
+    @property
+    def obs_norm(self) -> Path:
+        return self.path / OBS_NORM
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def returns100(self) -> Path:
+        return self.path / RETURNS100
+
+    @property
+    def monitor_dir(self) -> Path:
+        return self.path / "monitor"
+
+    @property
+    def test_returns(self) -> Path:
+        return self.path / TEST_RETURNS
+
+    @property
+    def enjoy_dir(self) -> Path:
+        """Where replay (``rlzoo.enjoy``) writes its videos and plots."""
+        return self.path / ENJOY
+
+    def monitor_files(self) -> list[Path]:
+        """The SB3 Monitor CSVs, one per env rank."""
+        if not self.monitor_dir.is_dir():
+            return []
+        return sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}"))
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.path / "tb"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def progress(self) -> Path:
+        return self.path / PROGRESS
+
+    @property
+    def error(self) -> Path:
+        return self.path / ERROR
+
+    def resumes(self) -> list[int]:
+        """The step counts this run was resumed from, in order (empty for a run that never resumed)."""
+        path = self.path / RESUMES
+        if not path.is_file():
+            return []
+        return [int(line.split(",")[1]) for line in path.read_text().splitlines()[1:] if line.count(",") == 1]
+
+    def record_resume(self, steps: int) -> None:
+        path = self.path / RESUMES
+        new = not path.is_file()
+        with path.open("a") as stream:
+            stream.write(("time,steps\n" if new else "") + f"{datetime.now().isoformat(timespec='seconds')},{steps}\n")
+
+    def checkpoint(self, steps: int) -> Path:
+        return self.checkpoints_dir / str(steps)
+
+    def checkpoints(self) -> list[Path]:
+        """Complete checkpoint folders, oldest first."""
+        if not self.checkpoints_dir.is_dir():
+            return []
+        folders = [p for p in self.checkpoints_dir.iterdir() if p.name.isdigit() and (p / MODEL).is_file()]
+        return sorted(folders, key=lambda p: int(p.name))
+
+    def is_finished(self) -> bool:
+        return self.metrics.is_file()
+
+    def is_run(self) -> bool:
+        """A run dir is any folder holding the resolved ``config.yaml`` (written before training starts)."""
+        return self.config.is_file()
+
+    def read_config(self) -> DictConfig:
+        config = OmegaConf.load(self.config)
+        assert isinstance(config, DictConfig), f"{self.config} does not hold a mapping"
+        return config
+
+    def claim(self) -> None:
+        """Make sure this run may be written: refuse to overwrite a run that already trained here."""
+        if self.model.exists() or self.is_finished() or self.checkpoints():
+            raise ConfigError(
+                f"run_dir {self.path} already holds a trained run (model, checkpoints or metrics); "
+                "choose another run_dir — rlzoo never overwrites a run"
+            )
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def write_config(self, cfg: DictConfig) -> None:
+        atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
+
+    def save_checkpoint(
+        self, steps: int, model: BaseAlgorithm, normalizer: VecNormalize | None, state: dict[str, Any] | None = None
+    ) -> Path:
+        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state)."""
+        final = self.checkpoint(steps)
+        self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
+        try:
+            save_model(staging, model, normalizer)
+            if state is not None:
+                (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(staging, final)
+        except OSError as error:  # a full disk ...: name the checkpoint, not its staging folder
+            error.filename = str(final)
+            raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return final
+
+    def write_test_returns(self, returns: Sequence[float], lengths: Sequence[int]) -> None:
+        """Write one row per test episode: ``episode,return,length``."""
+        rows = ["episode,return,length"] + [
+            f"{i},{ret:.6g},{length}" for i, (ret, length) in enumerate(zip(returns, lengths, strict=True))
+        ]
+        atomic_write_text(self.path / TEST_RETURNS, "\n".join(rows) + "\n")
+
+    def write_metrics(self, metrics: dict[str, float]) -> None:
+        """Write the metrics summary, last: it marks the run finished."""
+        atomic_write_text(self.metrics, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+
+    def read_metrics(self) -> dict[str, float]:
+        return dict(json.loads(self.metrics.read_text()))
+
+    def learner_dir(self, name: str, steps: int | None = None) -> Path:
+        """A multi-agent run's folder of learner ``name`` (final, or in the checkpoint at ``steps``)."""
+        return (self.path if steps is None else self.checkpoint(steps)) / LEARNERS / name
+
+    def learner_model(self, name: str, steps: int | None = None) -> Path:
+        return self.learner_dir(name, steps) / MODEL
+
+    def agent_returns100(self, agent: str) -> Path:
+        """A multi-agent run's returns100 of one agent key."""
+        return self.path / AGENT_RETURNS100 / f"{agent}.csv"
+
+    def agent_returns100_files(self) -> dict[str, Path]:
+        """Every agent key's returns100 file (empty for a single-agent run)."""
+        folder = self.path / AGENT_RETURNS100
+        return {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+
+    def write_agent_test_returns(self, returns: dict[str, Sequence[float]]) -> None:
+        """Write one row per test episode of a multi-agent run: ``episode,<agent>,...``."""
+        keys = list(returns)
+        rows = [",".join(["episode", *keys])] + [
+            ",".join([str(i)] + [f"{returns[k][i]:.6g}" for k in keys])
+            for i in range(len(returns[keys[0]]) if keys else 0)
+        ]
+        atomic_write_text(self.path / AGENT_TEST_RETURNS, "\n".join(rows) + "\n")
+
+
+def error_line(text: str) -> str:
+    """The first line of the error a traceback ends with (``rlzoo.errors.ConfigError: env.id=...``), whole."""
+    lines = text.strip().splitlines()
+    start = 0
+    for i, line in enumerate(lines):
+        if line.startswith((" ", "\t", "Traceback")):
+            start = i + 1
+    return lines[start] if start < len(lines) else (lines[-1] if lines else "")
+
+
+def record_failure(run_dir: Path, error: BaseException) -> None:
+    """Write a failed job's traceback to its run dir's ``error.txt`` (what the summary reads)."""
+    atomic_write_text(RunDir(run_dir).error, "".join(traceback.format_exception(error)))

@@ -1,0 +1,157 @@
+"""Callbacks every run uses: the returns100 curve and periodic checkpoints."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecNormalize
+
+from rlzoo.rundir import RETURNS100_HEADER, RunDir
+from rlzoo.training.budget import RunClock
+from rlzoo.training.resume import log_state
+
+
+class Returns100(BaseCallback):
+    """Write ``frame,mean,std,max,min`` for every non-overlapping window of 100 training episodes, and a final
+    partial window at the end (the autonomous-learning-library's returns100, with a header).
+
+    :param path: the CSV file (appended to when it exists).
+    :param window: episodes per row.
+    :param pending: returns of episodes not yet written (a resumed run's, from its checkpoint).
+    """
+
+    def __init__(self, path: Path, window: int = 100, pending: Sequence[float] = ()) -> None:
+        super().__init__()
+        self.path = path
+        self.window = window
+        self._returns: list[float] = list(pending)
+        self._stream: TextIO | None = None
+        self._seen: list[int] | None = None  # episodes already read per Monitor (polling mode only)
+
+    def _on_training_start(self) -> None:
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        self._stream = self.path.open("a")
+        if new:
+            self._stream.write(RETURNS100_HEADER + "\n")
+            self._stream.flush()
+
+    def _on_step(self) -> bool:
+        infos = self.locals.get("infos")
+        if infos is None:  # algorithms that run episodes internally (ARS) pass no step locals
+            self._poll_monitors()
+            return True
+        for info in infos:
+            episode = info.get("episode")
+            if episode is not None:
+                self._add(float(episode["r"]))
+        return True
+
+    def _poll_monitors(self) -> None:
+        """Read new episodes straight from the Monitor wrappers."""
+        per_env = self.training_env.get_attr("episode_returns")
+        if self._seen is None:
+            self._seen = [0] * len(per_env)
+        for rank, returns in enumerate(per_env):
+            for value in returns[self._seen[rank] :]:
+                self._add(float(value))
+            self._seen[rank] = len(returns)
+
+    def _add(self, episode_return: float) -> None:
+        self._returns.append(episode_return)
+        if len(self._returns) == self.window:
+            self._write_row()
+
+    @property
+    def pending(self) -> list[float]:
+        """Returns of the episodes since the last written row."""
+        return list(self._returns)
+
+    def _write_row(self) -> None:
+        assert self._stream is not None
+        values = np.asarray(self._returns)
+        row = (self.num_timesteps, values.mean(), values.std(), values.max(), values.min())
+        self._stream.write("{},{:.6g},{:.6g},{:.6g},{:.6g}\n".format(*row))
+        self._stream.flush()
+        self._returns.clear()
+
+    def _on_training_end(self) -> None:
+        if self._seen is not None:
+            self._poll_monitors()
+        if self._returns:
+            self._write_row()
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+class Checkpoint(BaseCallback):
+    """Save the model and its normalisation statistics every ``every_steps`` agent steps (summed over envs), and once
+    more on SIGUSR2 (Slurm's warning before a time limit or preemption) before handing the signal on to the handler
+    that was there (Submitit's, which requeues the job; without one, the default: the process ends).
+
+    :param run: the run directory.
+    :param every_steps: checkpoint interval in agent steps.
+    :param normalizer: the training env's observation normaliser, if any.
+    :param returns100: the run's returns100 writer, whose unwritten episodes go into the resume state.
+    :param clock: the run's clock, whose reading goes into the resume state.
+    """
+
+    def __init__(
+        self,
+        run: RunDir,
+        every_steps: int,
+        normalizer: VecNormalize | None,
+        returns100: Returns100 | None = None,
+        clock: RunClock | None = None,
+    ) -> None:
+        super().__init__()
+        self.run = run
+        self.clock = clock
+        self.every_steps = every_steps
+        self.normalizer = normalizer
+        self.returns100 = returns100
+        self._next = every_steps
+        self._signalled = False
+        self._previous_handler: Any = None
+
+    def _on_training_start(self) -> None:
+        self._aim()
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGUSR2, self._on_signal)
+            self._previous_handler = signal.SIG_DFL if previous is None else previous
+
+    def _aim(self) -> None:
+        """Aim at the next multiple of the interval (also right after a save)."""
+        self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signalled = True  # saved at the next step: a handler may interrupt a half-done gradient update
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next or self._signalled:
+            self._save()
+            self._aim()
+        if self._signalled:
+            self._restore_handler()
+            os.kill(os.getpid(), signal.SIGUSR2)  # now the previous handler (or the default action) takes over
+        return True
+
+    def _save(self) -> None:
+        pending = self.returns100.pending if self.returns100 is not None else []
+        state = log_state(self.run, pending, self.clock.elapsed() if self.clock is not None else None)
+        self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer, state)
+
+    def _restore_handler(self) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGUSR2, self._previous_handler)
+            self._previous_handler = None
+
+    def _on_training_end(self) -> None:
+        self._restore_handler()

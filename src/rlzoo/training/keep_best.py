@@ -1,0 +1,133 @@
+"""Keep-best evaluation: evaluate the agent every so many steps and keep the best model it has been.
+
+A learning curve can swing (SB3's DQN on CartPole-v1 reaches 500 and collapses to ~20 by the end of its tuned
+budget); rl-baselines3-zoo reports the best evaluated model. :class:`KeepBest` does the same: every ``every_steps``
+agent steps (and once at the end of training) it runs ``episodes`` deterministic episodes on an evaluation env of
+its own, and when their mean return beats every earlier one it saves the model and its normalisation statistics
+into the best-model folder. Every evaluation is a row of the evaluations CSV and is logged as ``eval/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
+
+from rlzoo.errors import ConfigError
+from rlzoo.rundir import MODEL, save_model
+
+EVALUATIONS_HEADER = "steps,mean_return,std_return,min_return,max_return,best"
+
+
+class KeepBest(BaseCallback):
+    """Evaluate every ``every_steps`` agent steps (summed over envs) and save the best model so far.
+
+    :param eval_env: the evaluation envs (the training env's representation; wrapped in a ``VecNormalize`` when the
+        training env is normalised, whose statistics are copied from the training env before each evaluation and
+        never updated by it).
+    :param best_folder: where the best model (``model.zip``) and its normalisation statistics are written.
+    :param evaluations: the CSV of every evaluation (appended to: a resumed run continues its log and its best).
+    :param every_steps: evaluation interval in agent steps.
+    :param episodes: episodes per evaluation (spread over the envs of ``eval_env``).
+    :param normalizer: the training env's observation normaliser, if any (saved beside the best model).
+    :param deterministic: evaluate the deterministic policy (as the test episodes do by default).
+    """
+
+    def __init__(
+        self,
+        eval_env: VecEnv,
+        best_folder: Path,
+        evaluations: Path,
+        every_steps: int,
+        episodes: int,
+        normalizer: VecNormalize | None = None,
+        deterministic: bool = True,
+    ) -> None:
+        super().__init__()
+        if every_steps < 1 or episodes < 1:
+            raise ConfigError(f"eval_freq={every_steps} and eval_episodes={episodes} must both be ≥ 1")
+        if (normalizer is None) != (not isinstance(eval_env, VecNormalize)):
+            raise ValueError("eval_env must be a VecNormalize exactly when the training env is normalised")
+        if isinstance(eval_env, VecNormalize):  # statistics come from training, rewards stay raw
+            eval_env.training, eval_env.norm_reward = False, False
+        self.eval_env = eval_env
+        self.best_folder = best_folder
+        self.evaluations = evaluations
+        self.every_steps = every_steps
+        self.episodes = episodes
+        self.normalizer = normalizer
+        self.deterministic = deterministic
+        self.best_return = -np.inf
+        self.last_evaluated = -1
+        self._next = every_steps
+        self._stream: TextIO | None = None
+
+    def _on_training_start(self) -> None:
+        self.best_return = max(self.best_return, previous_best(self.evaluations))
+        new = not self.evaluations.is_file() or self.evaluations.stat().st_size == 0
+        self.evaluations.parent.mkdir(parents=True, exist_ok=True)
+        self._stream = self.evaluations.open("a")
+        if new:
+            self._stream.write(EVALUATIONS_HEADER + "\n")
+            self._stream.flush()
+        self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next:
+            self.evaluate()
+            self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.last_evaluated != self.num_timesteps:  # the final model competes too
+            self.evaluate()
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def evaluate(self) -> float:
+        """Run the evaluation episodes now; save the model when it is the best so far. Return the mean return."""
+        if self.normalizer is not None:
+            sync_envs_normalization(self.normalizer, self.eval_env)
+        returns, _ = evaluate_policy(
+            self.model, self.eval_env, n_eval_episodes=self.episodes, deterministic=self.deterministic,
+            return_episode_rewards=True, warn=False,
+        )  # fmt: skip
+        values = np.asarray(returns, dtype=float)
+        mean = float(values.mean())
+        best = mean > self.best_return
+        if best:
+            self.best_return = mean
+            save_model(self.best_folder, self.model, self.normalizer)
+        self.last_evaluated = self.num_timesteps
+        self.logger.record("eval/mean_return", mean)
+        self.logger.record("eval/std_return", float(values.std()))
+        self.logger.record("eval/best_return", self.best_return)
+        if self._stream is not None:
+            row = (self.num_timesteps, mean, values.std(), values.min(), values.max(), int(best))
+            self._stream.write("{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n".format(*row))
+            self._stream.flush()
+        return mean
+
+
+def previous_best(evaluations: Path) -> float:
+    """The best mean return in an evaluations CSV (-inf when there is none)."""
+    if not evaluations.is_file():
+        return -np.inf
+    rows = [line.split(",") for line in evaluations.read_text().splitlines()[1:] if line.count(",") == 5]
+    return max((float(row[1]) for row in rows), default=-np.inf)
+
+
+def require_best_model(best_folder: Path, run_path: Path) -> Path:
+    """The best model of a run, or one :class:`ConfigError` saying that the run kept none (``checkpoint=best``)."""
+    model = best_folder / MODEL
+    if not model.is_file():
+        raise ConfigError(
+            f"checkpoint=best: the run {run_path} has no best model ({model} is missing); only runs trained with "
+            "keep-best evaluation (eval_freq > 0) keep one; use checkpoint=final or a checkpoint's step count"
+        )
+    return model

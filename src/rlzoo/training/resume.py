@@ -1,0 +1,188 @@
+"""Resuming a run in its own run dir: from its newest checkpoint, with its logs cut back to that checkpoint.
+
+A checkpoint folder holds the model (with its step counter), the normalisation statistics and ``state.json``: how
+many lines each log file had at that moment and the training-episode returns not yet written to ``returns100.csv``.
+Resuming truncates the logs to those lengths (episodes finished after the checkpoint are trained again, so they are
+not counted twice), then appends. Off-policy replay buffers are not saved (SB3 pickles them and they can be large):
+an off-policy run resumes with an empty buffer and goes on updating.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.errors import ConfigError
+from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, load_obs_norm
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecNormalize
+
+# Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be.
+NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps")
+# Keys a run dir written before they existed lacks: not compared when the saved config has none.
+ADDED_KEYS = ("total_episodes", "max_test_steps", "env.observation")
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a run continues from: a checkpoint folder (or the final model) and its log state."""
+
+    folder: Path
+    timesteps: int
+    log_lines: dict[str, int] = field(default_factory=dict)  # run-dir relative path -> lines to keep
+    pending_returns: list[float] = field(default_factory=list)  # returns100's episodes not yet written
+    elapsed: float = 0.0  # seconds the run had trained (its clock: monitor t, time/time_elapsed go on from here)
+
+    @property
+    def model(self) -> Path:
+        return self.folder / MODEL
+
+    @property
+    def obs_norm(self) -> Path | None:
+        path = self.folder / OBS_NORM
+        return path if path.is_file() else None
+
+
+def log_state(run: RunDir, pending_returns: list[float], elapsed: float | None = None) -> dict[str, Any]:
+    """The resume state of ``run``'s logs now: line counts of monitor files, returns100.csv and progress.csv (and
+    ``elapsed``, the seconds the run has trained)."""
+    files = [*run.monitor_files(), run.returns100, run.progress]
+    lines = {str(path.relative_to(run.path)): _count_lines(path) for path in files if path.is_file()}
+    state: dict[str, Any] = {"log_lines": lines, "pending_returns": list(pending_returns)}
+    if elapsed is not None:
+        state["elapsed_seconds"] = round(elapsed, 6)
+    return state
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as stream:
+        return sum(1 for line in stream if line.endswith(b"\n"))  # a half-written last line is not counted
+
+
+def _differences(saved: DictConfig, current: DictConfig) -> list[str]:
+    """Dotted keys whose values differ between two resolved configs (keys in :data:`NOT_COMPARED` ignored)."""
+
+    def flat(node: Any, prefix: str = "") -> dict[str, Any]:
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            for key, value in node.items():
+                out |= flat(value, f"{prefix}{key}.")
+            return out
+        return {prefix.rstrip("."): node}
+
+    a = flat(OmegaConf.to_container(saved, resolve=True))
+    b = flat(OmegaConf.to_container(current, resolve=True))
+    keys = sorted((a.keys() | b.keys()) - set(NOT_COMPARED) - (set(ADDED_KEYS) - a.keys()))
+    return [f"{k}: saved {a.get(k, '<absent>')!r}, now {b.get(k, '<absent>')!r}" for k in keys if a.get(k) != b.get(k)]
+
+
+def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
+    """Check that ``cfg`` may train in ``run``; return where to continue from, or None for a fresh start.
+
+    A fresh dir, or one with only a config identical to ``cfg`` (a run stopped before its first checkpoint), starts
+    afresh. An unfinished run with the same config continues from its newest checkpoint (or, when training had ended,
+    from its final model). A finished run, or a run with another config, is refused: rlzoo never overwrites a run.
+    """
+    if run.is_finished():
+        raise ConfigError(f"run_dir {run.path} holds a finished run (metrics.json); choose another run_dir")
+    if not run.config.is_file():
+        if run.model.exists() or run.checkpoints():
+            raise ConfigError(f"run_dir {run.path} holds a model but no config.yaml; choose another run_dir")
+        return None
+    differences = _differences(run.read_config(), cfg)
+    if differences:
+        raise ConfigError(
+            f"run_dir {run.path} holds a run with another config ({'; '.join(differences[:5])}); choose another "
+            "run_dir, or continue that run as it was configured with resume=<run dir>"
+        )
+    if run.model.is_file():  # training ended; the test phase did not
+        return ResumePoint(run.path, timesteps=-1)
+    checkpoints = run.checkpoints()
+    if not checkpoints:
+        return None
+    newest = checkpoints[-1]
+    state_file = newest / CHECKPOINT_STATE
+    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    return ResumePoint(
+        newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
+        float(state.get("elapsed_seconds", 0.0)),
+    )  # fmt: skip
+
+
+def training_seed(seed: int, point: ResumePoint | None) -> int:
+    """The seed training starts from: a resumed run offsets it by the steps done, so that it plays new episodes."""
+    return seed + max(point.timesteps, 0) if point is not None else seed
+
+
+def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> None:
+    """Make ``run`` ready to train from ``point`` (None: afresh): logs cut back to it, the resume recorded, the
+    config written. Called once the run is planned and its envs are built, so a rejected run writes nothing."""
+    run.path.mkdir(parents=True, exist_ok=True)
+    truncate_logs(run, point)
+    if point is not None:
+        run.record_resume(point.timesteps)
+    run.write_config(config)
+
+
+def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
+    """Cut every log back to its length at ``point`` (a fresh start in a used dir: remove the old logs)."""
+    if point is None:
+        for path in [*run.monitor_files(), run.returns100, run.progress]:
+            path.unlink(missing_ok=True)
+        return
+    for relative, keep in point.log_lines.items():
+        path = run.path / relative
+        if path.is_file():
+            with path.open("rb") as stream:
+                lines = stream.readlines()[:keep]
+            path.write_bytes(b"".join(lines))
+
+
+def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> DictConfig:
+    """The saved config of ``run_dir`` for ``resume=<run dir>``; command-line ``overrides`` must agree with it.
+
+    :param composed: the config composed from the command line (the run's saved config wins everywhere).
+    :param overrides: the command line's ``key=value`` overrides; each must leave the saved value unchanged.
+    """
+    run = RunDir(run_dir)
+    if not run.config.is_file():
+        raise ConfigError(f"resume={str(run_dir)!r} is not a run dir (no config.yaml); give a run dir to continue")
+    saved = run.read_config()
+    conflicts = []
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key in NOT_COMPARED or key.startswith("hydra"):
+            continue
+        ours, theirs = OmegaConf.select(composed, key), OmegaConf.select(saved, key)
+        if isinstance(ours, DictConfig):
+            ours = OmegaConf.to_container(ours, resolve=True)
+            theirs = OmegaConf.to_container(theirs, resolve=True) if isinstance(theirs, DictConfig) else theirs
+        if ours != theirs:
+            conflicts.append(f"{override} (the run has {key}={theirs!r})")
+    if conflicts:
+        raise ConfigError(f"resume={run_dir}: overrides conflict with the run's saved config: {'; '.join(conflicts)}")
+    saved.run_dir = str(run_dir)
+    saved.resume = None
+    for key in ("verbose", "progress_bar", "max_test_steps"):
+        if any(o.split("=", 1)[0] == key for o in overrides):
+            saved[key] = composed[key]
+    return saved
+
+
+def resume_model(
+    algo_class: type[BaseAlgorithm], point: ResumePoint, normalizer: VecNormalize | None, **kwargs: Any
+) -> BaseAlgorithm:
+    """Load the model of ``point`` to continue training (its step counter included) and restore ``normalizer``'s
+    statistics from it.
+
+    :param kwargs: ``env``, ``device`` and attributes to set (``verbose``), as for ``BaseAlgorithm.load``.
+    """
+    if normalizer is not None and point.obs_norm is not None:
+        normalizer.obs_rms = load_obs_norm(point.obs_norm).rms  # type: ignore[assignment]  # SB3 types it for dicts
+    return algo_class.load(point.model, **kwargs)

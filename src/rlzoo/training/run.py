@@ -1,0 +1,93 @@
+"""One training run: what ``python -m rlzoo.train`` (and ``rlzoo.train.train``) does with a composed config.
+
+plan (every input checked, nothing written) → training envs → run dir (fresh, or cut back to its resume point) →
+normaliser and model → learn with callbacks → save → test episodes → metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.vec_env import VecNormalize
+
+from rlzoo.loggers.live_plot import LivePlot
+from rlzoo.rundir import save_model
+from rlzoo.training.budget import RunClock, episodes_logged, learn
+from rlzoo.training.build import RunBuilder
+from rlzoo.training.callbacks import Checkpoint, Returns100
+from rlzoo.training.context import RunContext
+from rlzoo.training.episodes import play_episodes, summarize
+from rlzoo.training.normalization import FrozenNormalization
+from rlzoo.training.plan import RunPlan, plan_run
+
+# Extra callbacks for one run, made from its builder (``rlzoo.tune``: intermediate evaluations that may stop training).
+CallbackFactory = Callable[[RunBuilder], Sequence[BaseCallback]]
+
+
+def train_run(
+    cfg: DictConfig, overrides: Sequence[str] = (), extra_callbacks: CallbackFactory | None = None
+) -> dict[str, float]:
+    """Train, save and test one agent as ``cfg`` describes; return its metrics (``test/mean_return`` ...).
+
+    Every input is checked before the run dir is written to; ``metrics.json`` is written last.
+
+    :param overrides: the command line's overrides (checked against a saved config for ``resume=<run dir>``).
+    :param extra_callbacks: makes callbacks that learn with the run's own (one returning False stops training).
+    """
+    plan = plan_run(cfg, overrides)  # every input checked; nothing written, nothing heavy built
+    build = RunBuilder(plan)
+    with RunContext(build) as run:
+        set_random_seed(plan.seed)
+        env, normalizer = run.training_env()
+        model = run.model(env, normalizer)
+        run.claim(model)  # the run dir exists from here on
+        extra = extra_callbacks(build) if extra_callbacks is not None else ()
+        _learn(plan, model, normalizer, extra, run.clock)
+        metrics = {"train/timesteps": float(model.num_timesteps), "time/train_seconds": run.seconds()}
+        save_model(plan.run.path, model, normalizer)
+        metrics |= _test(build, model, normalizer)
+        metrics["time/total_seconds"] = run.seconds()
+        plan.run.write_metrics(metrics)
+    return metrics
+
+
+def _learn(
+    plan: RunPlan,
+    model: BaseAlgorithm,
+    normalizer: VecNormalize | None,
+    extra: Sequence[BaseCallback] = (),
+    clock: RunClock | None = None,
+) -> None:
+    """Learn up to ``total_timesteps`` or ``total_episodes`` (a resumed run: what is left) with the run's callbacks
+    and ``extra``."""
+    point, settings = plan.resume_point, plan.settings
+    clock = clock or RunClock.resumed()
+    returns100 = Returns100(plan.run.returns100, pending=point.pending_returns if point else ())
+    callbacks: list[Any] = [returns100]
+    if settings.checkpoint_freq:
+        callbacks.append(Checkpoint(plan.run, settings.checkpoint_freq, normalizer, returns100, clock))
+    if plan.logging.visdom is not None:  # logger=visdom: live plots
+        callbacks.append(LivePlot(plan.logging.visdom, plan.run.path))
+    callbacks.extend(extra)
+    done = episodes_logged(plan.run.monitor_files()) if point is not None and settings.total_episodes else 0
+    learn(model, settings, callbacks, resumed=point is not None, clock=clock, episodes_done=done)
+
+
+def _test(build: RunBuilder, model: BaseAlgorithm, normalizer: VecNormalize | None) -> dict[str, float]:
+    """Test episodes with learning off on one env of their own; their results go to ``test_returns.csv``."""
+    settings = build.plan.settings
+    results = []
+    if settings.test_episodes:
+        frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
+        test_env = build.test_env(frozen)
+        try:
+            results = play_episodes(model, test_env, settings.test_episodes, deterministic=settings.deterministic_test)
+        finally:
+            test_env.close()
+    build.plan.run.write_test_returns([r.ret for r in results], [r.length for r in results])
+    return summarize(results) if results else {}
