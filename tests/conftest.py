@@ -10,6 +10,7 @@ import pytest
 import torch
 from omegaconf import DictConfig
 
+from extras import require_extras_of
 from rlzoo.config import compose_config
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -84,3 +85,9 @@ def compose(tmp_path: Path) -> Compose:
         return compose_config(list(overrides), run_dir=run_dir or tmp_path / "run")
 
     return _compose
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A parametrised test whose parameters name an option of a missing extra skips with the ``pip install`` that
+    fixes it (fails under ``CI=true``): ``tests/extras.py``."""
+    require_extras_of(item)
