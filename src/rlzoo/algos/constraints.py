@@ -58,7 +58,7 @@ def check_constraints(kwargs: dict[str, Any]) -> None:
 def _problem(key: str, value: Any) -> str | None:
     """What is wrong with ``value`` for the keyword ``key`` (None: nothing, or a keyword without a constraint)."""
     rule = RULES.get(key)
-    if rule is None:
+    if rule is None or value is None:  # None passed the type check: the algorithm's "off" (max_grad_norm ...)
         return None
     allowed, description = rule
     return None if allowed(value) else description
