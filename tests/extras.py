@@ -20,14 +20,18 @@ from omegaconf import OmegaConf
 
 from rlzoo.any_env.extras import ATARI, ATARI_ID, extra_of
 from rlzoo.config import CONFIG_DIR
+from rlzoo.loggers.live_plot import INSTALL as LIVE_INSTALL
 
 # Top-level packages of an ``algo._target_`` or an env's entry point that come with an extra: (module, extra).
 PACKAGE_EXTRAS = {"sbx": ("sbx", "jax"), "rlzoo.envs.kuka": ("pybullet", "arm")}
 GROUPS = ("algo", "env")
+# Extras whose README install is more than ``pip install -e ".[<extra>]"``.
+INSTALL = {"live": LIVE_INSTALL}
 
 
 def require_extra(module: str, extra: str) -> ModuleType:
-    """Import ``module`` from the optional extra ``extra``, or skip the calling test (module) saying how to install it.
+    """Import ``module`` from the optional extra ``extra``, or skip the calling test (module) saying how to install it
+    (the README's command: :data:`INSTALL` where a plain ``pip install -e ".[<extra>]"`` is not enough).
 
     Under ``CI=true`` a missing extra fails instead: CI installs every extra, so a skip there would hide a broken
     install. Call it at module level to cover a whole test file.
@@ -35,10 +39,15 @@ def require_extra(module: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        message = f'{module} is not installed ({error}): pip install -e ".[{extra}]"'
+        message = f"{module} is not installed ({error}): {install_command(extra)}"
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but the [{extra}] extra is missing: {message}", pytrace=False)
     pytest.skip(message, allow_module_level=True)
+
+
+def install_command(extra: str) -> str:
+    """The README's command that installs ``extra``."""
+    return INSTALL.get(extra, f'pip install -e ".[{extra}]"')
 
 
 def require_extras_of(item: pytest.Item) -> None:

@@ -3,6 +3,7 @@ plan, a non-zero exit, nothing written (issue 26)."""
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import subprocess
 import sys
@@ -96,3 +97,11 @@ def test_cli_prints_one_line_and_exits_non_zero(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert done.stderr.strip().splitlines() == ["rlzoo.train: error: algo.n_epochs=0 must be an integer ≥ 1"]
     assert not run_dir.exists()
+
+
+def test_visdom_missing_names_the_install(compose: Compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "visdom" else find_spec(name, *a))
+    with pytest.raises(ConfigError, match=r'^logger=visdom needs the \[live\] extra .*: pip install "setuptools<81"'):
+        train(compose(["logger=visdom"]))
+    assert not (tmp_path / "run").exists()
