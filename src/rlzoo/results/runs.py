@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.any_env.options import observation_label
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir
 
@@ -118,9 +119,15 @@ class Group:
         return self.algo.rsplit(".", 1)[-1]
 
     @property
+    def observations(self) -> str:
+        """The srl_model as tables name it: ``images`` for the env's own image observations (Atari ...)."""
+        modes = {OmegaConf.select(run.config, "env.observation") for run in self.runs}
+        return observation_label(self.srl_model, modes.pop() if len(modes) == 1 else None)
+
+    @property
     def label(self) -> str:
         extra = ", ".join(self.variant + self.srl_variant)
-        return f"{self.algo_name} / {self.srl_model}" + (f" ({extra})" if extra else "")
+        return f"{self.algo_name} / {self.observations}" + (f" ({extra})" if extra else "")
 
     @property
     def scored_runs(self) -> list[RunResult]:

@@ -5,7 +5,7 @@ reward, the episode start, the ground truth and the target. Episodes run in para
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -200,7 +200,7 @@ def collect_frames(
     return frames, episodes
 
 
-def _episodes(make_task: Callable[[int], EpisodeTask], n_workers: int) -> Iterator[Frames]:
+def _episodes(make_task: Callable[[int], EpisodeTask], n_workers: int) -> Generator[Frames, None, None]:
     """Episode results in index order: in this process (``n_workers`` ≤ 1) or in rounds over a worker pool.
 
     The pool is a :class:`~concurrent.futures.ProcessPoolExecutor` (spawned workers), not a ``multiprocessing.Pool``:
