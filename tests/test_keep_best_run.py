@@ -98,3 +98,28 @@ def test_the_zoo_dqn_cartpole_pair_evaluates() -> None:
 
     cfg = compose_config(["algo=dqn", "env=CartPole"], run_dir=Path("unused"))
     assert (cfg.eval_freq, cfg.eval_episodes, cfg.test_checkpoint) == (2500, 10, "best")
+
+
+def test_success_rate_in_metrics_and_on_the_console_line(compose: Compose, tmp_path: Path) -> None:
+    """MobileRobot reports ``info["is_success"]``: the test episodes' success rate is the fraction that ended on the
+    target (replayed here on the same seeds); CartPole reports none and gets no such key."""
+    from rlzoo.train import console_figures
+    from rlzoo.training.build import TEST_SEED_OFFSET
+    from rlzoo.training.episodes import play_episodes
+
+    overrides = ["algo=ppo", "env=MobileRobot", "n_envs=1", *TINY_ALGO_RUNS["ppo"][2:], "total_timesteps=64",
+                 "test_episodes=4", "checkpoint_freq=0", "verbose=0", "logger.formats=[csv]", "seed=3"]  # fmt: skip
+    metrics = train(compose(overrides, run_dir=tmp_path / "robot"))
+    loaded = load_run(tmp_path / "robot")
+    env = loaded.make_env(seed=3 + TEST_SEED_OFFSET)
+    replayed = play_episodes(loaded.model, env, 4)
+    env.close()
+    assert all(r.success is not None for r in replayed)
+    assert metrics["test/success_rate"] == np.mean([r.success for r in replayed])
+    assert (
+        json.loads((tmp_path / "robot" / "metrics.json").read_text())["test/success_rate"]
+        == metrics["test/success_rate"]
+    )
+    assert f"success rate {metrics['test/success_rate']:.0%}" in console_figures(metrics)
+    plain = train(compose([*RUN, "total_timesteps=64"], run_dir=tmp_path / "cartpole"))
+    assert "test/success_rate" not in plain and "success" not in console_figures(plain)

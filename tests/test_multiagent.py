@@ -218,6 +218,11 @@ def test_the_trained_agent_plays_second_in_a_plain_aec_loop(compose: Compose, tm
     metrics = train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=200"], run_dir))
     rates = [metrics[f"test/player_1/{o}_rate"] for o in ("win", "draw", "loss")]
     assert sum(rates) == pytest.approx(1.0) and all(0 <= r <= 1 for r in rates)
+    from rlzoo.train import console_figures
+
+    line = console_figures(metrics)
+    assert f"player_1: mean return {metrics['test/player_1/mean_return']:.2f}, win {rates[0]:.0%}" in line
+    assert "player_2: mean return" in line
     agent = load_multiagent(run_dir, seats=["player_2"], opponent="random")
     model = agent.models["player_2"]
     assert set(agent.models) == {"player_2"} and isinstance(agent.opponent, RandomMultiagent)
