@@ -11,7 +11,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import load_obs_norm
+from rlzoo.rundir import RunDir, load_obs_norm
 from rlzoo.training.keep_best import EVALUATIONS_HEADER, KeepBest, previous_best, require_best_model
 
 
@@ -55,7 +55,7 @@ def test_bad_settings_and_a_run_without_a_best_model(tmp_path: Path) -> None:
     env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
     with pytest.raises(ConfigError, match=r"eval_freq=0 and eval_episodes=5 must both be ≥ 1"):
         KeepBest(env, tmp_path, tmp_path / "e.csv", every_steps=0, episodes=5)
-    with pytest.raises(ValueError, match="VecNormalize exactly when"):
+    with pytest.raises(ValueError, match="VecNormalize or FrozenNormalize exactly when"):
         KeepBest(env, tmp_path, tmp_path / "e.csv", every_steps=10, episodes=5, normalizer=VecNormalize(env))
     with pytest.raises(ConfigError, match=r"checkpoint=best: the run .* has no best model .*eval_freq > 0"):
-        require_best_model(tmp_path / "best", tmp_path)
+        require_best_model(RunDir(tmp_path))

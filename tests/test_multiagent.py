@@ -207,3 +207,58 @@ def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: 
     table = (run_dir / "enjoy" / "final_returns.csv").read_text().splitlines()
     assert table[0] == "episode,return,length,player_1,player_2" and len(table) == 3
     assert (run_dir / "enjoy" / "final.mp4").stat().st_size > 1000
+
+
+def test_the_trained_agent_plays_second_in_a_plain_aec_loop(compose: Compose, tmp_path: Path) -> None:
+    """Trained as player_1 (multiagent=random), loaded into player_2's seat against an explicit random opponent: 100
+    games of a plain PettingZoo loop, every player_2 move the model's masked argmax, every outcome counted once."""
+    from rlzoo.multiagent.learners import action_scores, masked_argmax
+
+    run_dir = tmp_path / "run"
+    metrics = train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=200"], run_dir))
+    rates = [metrics[f"test/player_1/{o}_rate"] for o in ("win", "draw", "loss")]
+    assert sum(rates) == pytest.approx(1.0) and all(0 <= r <= 1 for r in rates)
+    from rlzoo.train import console_figures
+
+    line = console_figures(metrics)
+    assert f"player_1: mean return {metrics['test/player_1/mean_return']:.2f}, win {rates[0]:.0%}" in line
+    assert "player_2: mean return" in line
+    agent = load_multiagent(run_dir, seats=["player_2"], opponent="random")
+    model = agent.models["player_2"]
+    assert set(agent.models) == {"player_2"} and isinstance(agent.opponent, RandomMultiagent)
+    env = tictactoe_v3.env()
+    outcomes = {"win": 0, "draw": 0, "loss": 0}
+    model_moves = 0
+    for game in range(100):
+        env.reset(seed=game)
+        returns = {"player_1": 0.0, "player_2": 0.0}
+        for key in env.agent_iter():
+            state = MultiagentState.from_aec(env, key)
+            returns[key] += state.reward
+            action = agent.act(state)
+            if not state.done:
+                assert state.legal(action)
+                if key == "player_2":
+                    observation = agent.coder(state)[None]
+                    assert action == masked_argmax(action_scores(model, observation), state.action_mask[None])[0]
+                    model_moves += 1
+            env.step(action)
+        mine, theirs = returns["player_2"], returns["player_1"]
+        outcomes["win" if mine > theirs else "loss" if mine < theirs else "draw"] += 1
+    assert sum(outcomes.values()) == 100 and model_moves >= 100 * 2  # player_2 moves at least twice a game
+    print(f"tic-tac-toe, trained agent second vs random: {outcomes}")
+
+
+def test_seats_and_opponents_are_explicit(compose: Compose, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    train(compose([*TICTACTOE, "multiagent=independent", *TINY_DQN, *TINY, "total_timesteps=60"], run_dir))
+    both = load_multiagent(run_dir)
+    assert set(both.models) == {"player_1", "player_2"} and both.models["player_1"] is not both.models["player_2"]
+    alone = load_multiagent(run_dir, seats=["player_1"], opponent=None)
+    env = tictactoe_v3.env()
+    env.reset(seed=0)
+    env.step(alone.act(MultiagentState.from_aec(env, "player_1")))
+    with pytest.raises(KeyError, match="no model plays agent 'player_2'"):
+        alone.act(MultiagentState.from_aec(env, "player_2"))
+    with pytest.raises(ConfigError, match=r"agent 'player_3' is not an agent of .*tictactoe_v3; its agents: player_1"):
+        load_multiagent(run_dir, seats=["player_3"])

@@ -76,6 +76,7 @@ def chromium() -> Iterator[Any]:
 
 ROWS = "return Array.from(document.querySelectorAll('table')[0].rows, r => Array.from(r.cells, c => c.innerText))"
 IMAGES = "return Array.from(document.images, i => [i.complete, i.naturalWidth, i.naturalHeight, i.alt, i.src])"
+CAPTIONS = "return Array.from(document.querySelectorAll('figcaption'), c => c.innerText)"
 KNN_MSE = "return document.querySelectorAll('table')[1].rows[1].cells[3].innerText"
 
 
@@ -89,6 +90,10 @@ def test_the_page_renders_in_chromium(sweep: Path, chromium: Any, tmp_path: Path
     assert sorted(r[2] for r in rows[1:]) == ["ground_truth", "random"] and all(r[4] == "2" for r in rows[1:])
     (random_p,) = [row.p_value for row in page.comparison.rows if row.group.srl_model == "random"]
     assert next(r for r in rows[1:] if r[2] == "random")[-1] == f"{random_p:.3g}" and 0.0 <= random_p <= 1.0
+    success = rows[0].index("test success")  # MobileRobot reports is_success: each group's mean test success rate
+    assert all(r[success].endswith("%") for r in rows[1:]), rows
+    captions = [c for c in chromium.execute_script(CAPTIONS) if "seed" in c]
+    assert sorted(c.split(",")[0] for c in captions) == ["PPO / ground_truth", "PPO / random"], captions
     images = chromium.execute_script(IMAGES)
     alts = sorted(alt for *_, alt, _ in images)
     assert alts[:2] == ["learning curves on rlzoo/MobileRobot-v0", "random states"], alts
@@ -128,7 +133,7 @@ def test_results_go_to_the_sweeps_wandb_group(sweep: Path, tmp_path: Path) -> No
     history = [item for r in records if r.HasField("history") for item in r.history.item]
     logged = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in history}
     assert logged["results/_type"] == "table-file" and logged["curves/curves/_type"] == "image-file"
-    assert logged["results/ncols"] == 11 and logged["results/nrows"] == 2
+    assert logged["results/ncols"] == 12 and logged["results/nrows"] == 2
     (table_file,) = folder.glob("files/media/table/results_*.table.json")
     table = json.loads(table_file.read_text())
     assert table["columns"][:3] == ["env", "algo", "srl_model"] and table["columns"][-3:] == ["mean", "se", "p_value"]
@@ -155,3 +160,21 @@ def test_bad_input_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(SystemExit) as exited:
         main()
     assert exited.value.code == "rlzoo.report: error: videos='maybe' must be true or false"
+
+
+def test_p_column_without_a_baseline_in_the_env() -> None:
+    """PPO and A2C with ground truth only: both rows are ground_truth, neither is compared with anything: ``—``."""
+    from rlzoo.results.comparison import Row, table_cells
+    from rlzoo.results.runs import Group
+
+    rows = [
+        Row(Group("CartPole-v1", f"stable_baselines3.{algo}", "ground_truth"), 1000, (1.0, 2.0), (0, 1),
+            is_baseline=True)
+        for algo in ("PPO", "A2C")
+    ]  # fmt: skip
+    header, lines = table_cells(rows, "ground_truth")
+    assert header[-1] == "p vs ground_truth" and [line[-1] for line in lines] == ["—", "—"]
+    assert "test success" not in header  # no run reports is_success
+    compared = [*rows, Row(Group("CartPole-v1", "stable_baselines3.PPO", "raw_pixels"), 1000, (1.0, 3.0), (0, 1))]
+    _, lines = table_cells(compared, "ground_truth")
+    assert [line[-1] for line in lines] == ["baseline", "—", "—"]  # PPO's baseline has a row compared with it

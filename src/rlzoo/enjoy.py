@@ -193,6 +193,7 @@ def _with(settings: EnjoySettings, **changes: Any) -> EnjoySettings:
 
 def _title(loaded: LoadedRun) -> str:
     model = "final model" if loaded.checkpoint is None else f"checkpoint {loaded.checkpoint}"
+    model = "best evaluated model" if loaded.best else model
     return f"{type(loaded.model).__name__} on {loaded.spec.id}, {loaded.observations}, {model}"
 
 

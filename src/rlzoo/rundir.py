@@ -10,6 +10,9 @@ A run directory holds::
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
     test_returns.csv       one row per test episode: episode,return,length
+    evaluations.csv        keep-best evaluations (eval_freq > 0): steps,mean_return,std_return,min_return,max_return,
+                           best (one row each)
+    best/                  the best evaluated model.zip (+ obs_norm.npz): ``checkpoint=best``
     resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
     error.txt              the error of a sweep job that failed
     models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
@@ -56,6 +59,8 @@ CHECKPOINT_STATE = "state.json"
 RESUMES = "resumes.csv"
 ERROR = "error.txt"
 ENJOY = "enjoy"
+BEST = "best"  # keep-best evaluation: best/model.zip (+ obs_norm.npz)
+EVALUATIONS = "evaluations.csv"
 LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
 AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
@@ -143,6 +148,25 @@ class RunDir:
     @property
     def test_returns(self) -> Path:
         return self.path / TEST_RETURNS
+
+    @property
+    def best_dir(self) -> Path:
+        """Where keep-best evaluation keeps the best model so far (``checkpoint=best``)."""
+        return self.path / BEST
+
+    @property
+    def evaluations(self) -> Path:
+        return self.path / EVALUATIONS
+
+    def best_model_folder(self) -> Path:
+        """The folder of the best model, or one :class:`ConfigError` saying that the run kept none."""
+        model = self.best_dir / MODEL
+        if not model.is_file():
+            raise ConfigError(
+                f"checkpoint=best: the run {self.path} has no best model ({model} is missing); only runs trained "
+                "with keep-best evaluation (eval_freq > 0) keep one; allowed: final, latest or a checkpoint's steps"
+            )
+        return self.best_dir
 
     @property
     def enjoy_dir(self) -> Path:

@@ -36,6 +36,19 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     return train_run(cfg, overrides)
 
 
+def console_figures(metrics: dict[str, float]) -> str:
+    """The figures of a finished run on its console line: mean test return, success rate (envs that report success),
+    the best evaluation (keep-best), and each agent's figures (multi-agent runs)."""
+    from rlzoo.multiagent.episodes import agent_figures
+
+    parts = [f"mean test return {metrics.get('test/mean_return', float('nan')):.2f}"]
+    if "test/success_rate" in metrics:
+        parts.append(f"success rate {metrics['test/success_rate']:.0%}")
+    if "eval/best_return" in metrics:
+        parts.append(f"best evaluation {metrics['eval/best_return']:.2f} at {int(metrics['eval/best_steps'])} steps")
+    return ", ".join(parts + agent_figures(metrics))
+
+
 @hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")
 @one_line_errors("rlzoo.train", summarised_sweeps=True)
 def main(cfg: DictConfig) -> float:
@@ -47,7 +60,7 @@ def main(cfg: DictConfig) -> float:
     metrics = train(cfg, overrides)
     mean_return = metrics.get("test/mean_return", float("nan"))
     run_dir = cfg.resume or cfg.run_dir
-    print(f"rlzoo.train: {run_dir}: {int(metrics['train/timesteps'])} steps, mean test return {mean_return:.2f}")
+    print(f"rlzoo.train: {run_dir}: {int(metrics['train/timesteps'])} steps, {console_figures(metrics)}")
     return mean_return
 
 

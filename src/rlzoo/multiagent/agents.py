@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,13 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.agents.state import State
+from rlzoo.errors import ConfigError
 from rlzoo.multiagent.learners import Learners, MaskedQAgent, ObservationCoder, action_scores, masked_argmax
 from rlzoo.multiagent.plan import MultiagentPlan
 from rlzoo.multiagent.state import Multiagent, MultiagentState
 from rlzoo.training.build import load_model, snapshot
+
+RANDOM = "random"
 
 
 class RandomMultiagent:
@@ -110,21 +114,72 @@ class TrainingMultiagent:
         return TestMultiagent({key: copies[name] for key, name in owner.items()}, self.learners.coder, self.opponent)
 
 
-def opponent_for(plan: MultiagentPlan) -> Multiagent | None:
-    """The fixed opponent of a plan's non-learning keys (None when every key learns)."""
-    others = [key for key in plan.agents if key not in plan.learning_keys]
+TRAINING = "training"  # load_multiagent's default opponent: the one the run trained against
+OpponentChoice = str | Path | Multiagent | None
+
+
+def opponent_for(plan: MultiagentPlan, others: Sequence[str] | None = None) -> Multiagent | None:
+    """The fixed opponent of a plan (``multiagent.opponent``) for the keys ``others`` (None: the keys that do not
+    learn); None when there are none."""
+    others = [key for key in plan.agents if key not in plan.learning_keys] if others is None else list(others)
     if not others:
         return None
-    opponent = plan.layout.opponent or "random"
-    if opponent == "random":
+    return _opponent(plan, plan.layout.opponent or RANDOM, others)
+
+
+def _opponent(plan: MultiagentPlan, choice: OpponentChoice, others: Sequence[str]) -> Multiagent | None:
+    """``choice`` for the keys ``others``: ``random`` (a random legal action), a multi-agent run dir (its trained
+    agent takes those seats), a multiagent as it is, or None."""
+    if choice is None or isinstance(choice, Multiagent):
+        return choice
+    if str(choice) == TRAINING:
+        return opponent_for(plan, others)
+    if str(choice) == RANDOM:
         return RandomMultiagent({key: plan.agents[key].action for key in others}, plan.seed)
-    return load_multiagent(opponent)
+    return load_multiagent(choice, seats=others, opponent=None)
 
 
-def load_multiagent(run_dir: str | Path, deterministic: bool = True) -> TestMultiagent:
-    """The test multiagent of a multi-agent run dir (its models on the CPU; a fixed opponent as in training).
+def _seat_models(
+    plan: MultiagentPlan, by_key: dict[str, BaseAlgorithm], seats: Sequence[str]
+) -> dict[str, BaseAlgorithm]:
+    """The model that acts for each seat: the key's own, or the one trained agent's (the fixed layout), checked."""
+    chosen = {}
+    for key in seats:
+        if key not in plan.agents:
+            raise ConfigError(
+                f"load_multiagent: agent {key!r} is not an agent of {plan.spec.id}; "
+                f"its agents: {', '.join(plan.agents)}"
+            )
+        if key in by_key:
+            chosen[key] = by_key[key]
+            continue
+        (trained,) = plan.learning_keys  # independent and shared layouts train every key
+        if plan.agents[key] != plan.agents[trained]:
+            raise ConfigError(
+                f"load_multiagent: the trained agent ({trained}) cannot take {key}'s seat: their observation or "
+                "action spaces differ"
+            )
+        chosen[key] = by_key[trained]
+    return chosen
 
-    :raise ConfigError: not a run dir, not a multi-agent run, a missing or corrupt model.
+
+def load_multiagent(
+    run_dir: str | Path,
+    deterministic: bool = True,
+    *,
+    seats: Sequence[str] | None = None,
+    opponent: OpponentChoice = TRAINING,
+) -> TestMultiagent:
+    """The test multiagent of a multi-agent run dir (its models on the CPU): ``act(state)`` for whichever agent's
+    turn it is.
+
+    :param seats: the agent ids the trained agents act for (None: the ids they trained as). With one trained agent
+        (``multiagent=random``) its model takes every seat named: ``seats=["player_2"]`` plays second; with
+        ``multiagent=independent`` each id's own model acts, with ``shared`` the shared model.
+    :param opponent: who acts for the other ids: ``"training"`` (the opponent the run trained against), ``"random"``
+        (a random legal action), a multi-agent run dir (its trained agent), a :class:`Multiagent`, or None (no one: a
+        state of another id is refused).
+    :raise ConfigError: not a run dir, not a multi-agent run, a missing or corrupt model, an id the env does not have.
     """
     from rlzoo.multiagent.plan import plan_multiagent
     from rlzoo.replay.loading import open_run
@@ -135,4 +190,6 @@ def load_multiagent(run_dir: str | Path, deterministic: bool = True) -> TestMult
     shared = any(len(keys) > 1 for keys in plan.learners.values())
     coder = ObservationCoder(plan.learning_keys if shared else None)
     by_key = {key: models[name] for name, keys in plan.learners.items() for key in keys}
-    return TestMultiagent(by_key, coder, opponent_for(plan), deterministic)
+    seated = _seat_models(plan, by_key, plan.learning_keys if seats is None else seats)
+    others = [key for key in plan.agents if key not in seated]
+    return TestMultiagent(seated, coder, _opponent(plan, opponent, others) if others else None, deterministic)

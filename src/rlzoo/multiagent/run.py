@@ -20,7 +20,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from rlzoo.loggers.outputs import make_logger
 from rlzoo.multiagent.agents import TestMultiagent, TrainingMultiagent, opponent_for
-from rlzoo.multiagent.episodes import Budget, MultiagentEpisode, play
+from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
 from rlzoo.rundir import RETURNS100_HEADER, RunDir, save_model
@@ -96,7 +96,8 @@ def test(plan: MultiagentPlan, agent: TestMultiagent) -> dict[str, float]:
 
 
 def summarize(episodes: list[MultiagentEpisode], keys: list[str]) -> dict[str, float]:
-    """Summed-return statistics under ``test/``, and each agent's mean return and win rate."""
+    """Summed-return statistics under ``test/``, and each agent's mean return; in two-player games each agent's win,
+    draw and loss rates (``test/<agent>/win_rate``, ``draw_rate``, ``loss_rate``: returns compared)."""
     totals = np.asarray([e.total for e in episodes])
     metrics = {
         "test/mean_return": float(totals.mean()),
@@ -108,7 +109,9 @@ def summarize(episodes: list[MultiagentEpisode], keys: list[str]) -> dict[str, f
     }
     for key in keys:
         metrics[f"test/{key}/mean_return"] = float(np.mean([e.returns.get(key, 0.0) for e in episodes]))
-        metrics[f"test/{key}/win_rate"] = float(np.mean([key in e.returns and e.won(key) for e in episodes]))
+        if len(keys) == 2:
+            for outcome in OUTCOMES:
+                metrics[f"test/{key}/{outcome}_rate"] = float(np.mean([e.outcome(key) == outcome for e in episodes]))
     return metrics
 
 

@@ -32,6 +32,7 @@ from rlzoo.training.plan import RunPlan, plan_run
 
 FINAL = "final"
 LATEST = "latest"
+BEST = "best"  # keep-best evaluation's best model (best/model.zip)
 
 
 def open_run(run_dir: str | Path) -> RunDir:
@@ -61,9 +62,12 @@ def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[Path
     """Resolve ``checkpoint`` to the folder holding ``model.zip`` (+ ``obs_norm.npz``).
 
     :param checkpoint: None or ``"final"``: the final model; an int (or digit string): ``checkpoints/<steps>/``;
-        ``"latest"``: the newest checkpoint or the final model, whichever was written last.
-    :return: the folder and the checkpoint's steps (None for the final model).
+        ``"latest"``: the newest checkpoint or the final model, whichever was written last; ``"best"``: the best
+        evaluated model (``best/``: runs trained with ``eval_freq > 0``).
+    :return: the folder and the checkpoint's steps (None for the final and the best model).
     """
+    if checkpoint == BEST:
+        return run.best_model_folder(), None
     if checkpoint is None or checkpoint == FINAL:
         if not run.model.is_file():
             raise ConfigError(
@@ -82,7 +86,7 @@ def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[Path
     if isinstance(checkpoint, str) and checkpoint.isdigit():
         checkpoint = int(checkpoint)
     if isinstance(checkpoint, bool) or not isinstance(checkpoint, int):
-        raise ConfigError(f"checkpoint={checkpoint!r}; allowed: {FINAL}, {LATEST} or the steps of a checkpoint")
+        raise ConfigError(f"checkpoint={checkpoint!r}; allowed: {FINAL}, {LATEST}, {BEST} or the steps of a checkpoint")
     if checkpoint not in checkpoint_steps(run):
         raise ConfigError(f"checkpoint={checkpoint} not found in run {run.path}; available: {_available(run)}")
     return run.checkpoint(checkpoint), checkpoint
@@ -96,7 +100,8 @@ class LoadedRun:
     :param plan: the run's saved config, planned again (the env as trained, its representation, the algorithm).
     :param model: the algorithm, loaded on the CPU.
     :param normalization: the frozen observation statistics (None when the run did not normalise).
-    :param checkpoint: the checkpoint's steps, None for the final model.
+    :param checkpoint: the checkpoint's steps, None for the final (or the best) model.
+    :param best: the best evaluated model (``checkpoint=best``).
     """
 
     path: Path
@@ -104,6 +109,7 @@ class LoadedRun:
     model: BaseAlgorithm
     normalization: FrozenNormalization | None = None
     checkpoint: int | None = None
+    best: bool = False
 
     @property
     def config(self) -> DictConfig:
@@ -124,7 +130,9 @@ class LoadedRun:
 
     @property
     def label(self) -> str:
-        """``final`` or ``checkpoint_<steps>`` (used to name replay outputs)."""
+        """``final``, ``best`` or ``checkpoint_<steps>`` (used to name replay outputs)."""
+        if self.best:
+            return BEST
         return FINAL if self.checkpoint is None else f"checkpoint_{self.checkpoint}"
 
     def normalize_observation(self, obs: np.ndarray) -> np.ndarray:
@@ -161,7 +169,7 @@ def load_run(run_dir: str | Path, checkpoint: int | str | None = None) -> Loaded
         normalization = FrozenNormalization.load(folder / OBS_NORM)
     elif plan.settings.normalize:
         raise ConfigError(f"{folder} has {MODEL} but no {OBS_NORM}, although the run normalised observations")
-    return LoadedRun(run.path, plan, model, normalization, steps)
+    return LoadedRun(run.path, plan, model, normalization, steps, best=checkpoint == BEST)
 
 
 def describe(loaded: LoadedRun) -> dict[str, Any]:

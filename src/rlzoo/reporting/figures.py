@@ -85,7 +85,7 @@ def csv_table(rows: Sequence[Row]) -> str:
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     header = ["env", "algo", "srl_model", "variant", "budget", "seeds", "seed_values", "runs", "mean", "se"]
-    writer.writerow([*header, "p_value", "baseline", "failed", "unfinished"])
+    writer.writerow([*header, "p_value", "baseline", "failed", "unfinished", "success_rate"])
 
     def cell(value: float) -> Any:
         return "" if math.isnan(value) else f"{value:.6g}"
@@ -95,7 +95,7 @@ def csv_table(rows: Sequence[Row]) -> str:
         group = r.group
         seeds = " ".join(map(str, r.seeds))
         stats = [cell(r.mean), cell(r.se), cell(r.p_value), int(r.is_baseline)]
-        counts = [r.statuses.get(FAILED, 0), r.statuses.get(UNFINISHED, 0)]
+        counts = [r.statuses.get(FAILED, 0), r.statuses.get(UNFINISHED, 0), cell(group.success_rate)]
         budget = r.budget if r.n else ""
         writer.writerow(
             [group.env, group.algo_name, group.srl_model, variant, budget, r.n, seeds, len(group.runs), *stats, *counts]

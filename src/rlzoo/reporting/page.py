@@ -32,7 +32,7 @@ tr.baseline td { background: #eef6ff; } tr.failed td { color: #a00; }
 figcaption { font-size: 0.85em; color: #444; } pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; }
 details { margin: 0.3em 0; } summary { cursor: pointer; }
 """
-NUMERIC = {"budget (steps)", "seeds", "return (mean ± SE)"}
+NUMERIC = {"budget (steps)", "seeds", "return (mean ± SE)", "test success"}
 
 
 @dataclass(frozen=True)
@@ -115,18 +115,28 @@ def _replays(replays: Sequence[Replay]) -> str:
     if not replays:
         return ""
     figures = "".join(
-        f"<figure>{_img(r.gif, 'image/gif', f'replay of {r.run.path.name}')}<figcaption>{html.escape(r.run.srl_model)}"
-        f" seed {r.run.seed}: score {r.score:.1f}, this episode {r.episode_return:.1f}</figcaption></figure>"
+        f"<figure>{_img(r.gif, 'image/gif', f'replay of {r.run.path.name}')}<figcaption>{html.escape(_caption(r))}"
+        "</figcaption></figure>"
         for r in replays
     )
     return f"<h2>Best seed of each group</h2><p class='notes'>one deterministic test episode</p>{figures}"
+
+
+def _caption(replay: Replay) -> str:
+    """``PPO / ground_truth, seed 1: score 480.2, this episode 500.0``: algorithm, representation and seed."""
+    run = replay.run
+    algo = run.algo.rsplit(".", 1)[-1]
+    return (
+        f"{algo} / {run.srl_model}, seed {run.seed}: score {replay.score:.1f}, this episode {replay.episode_return:.1f}"
+    )
 
 
 def _runs(comparison: Comparison) -> str:
     items = []
     for result in comparison.results:
         config = html.escape(OmegaConf.to_yaml(result.config))
-        title = f"{result.path} — {result.srl_model}, seed {result.seed}, {result.status}"
+        what = f"{result.algo.rsplit('.', 1)[-1]} / {result.srl_model}, seed {result.seed}"
+        title = f"{result.path} — {what}, {result.status}"
         items.append(f"<details><summary>{html.escape(title)}</summary><pre>{config}</pre></details>")
     return f"<h2>Runs ({len(items)})</h2>{''.join(items)}"
 

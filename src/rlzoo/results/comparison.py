@@ -257,12 +257,17 @@ def _baseline_notes(rows: Sequence[Row], baseline: str | None) -> list[str]:
     ]
 
 
+SUCCESS = "test success"
 TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "return (mean ± SE)")
 
 
 def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], list[list[str]]]:
-    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike."""
-    header = [*TABLE_HEADER, *([f"p vs {baseline}"] if baseline is not None else [])]
+    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike. A ``test
+    success`` column (mean ``test/success_rate`` of the group's finished runs) appears when a group reports one; the
+    p column reads ``baseline`` only for a baseline row that another row is compared with, ``—`` where there is none."""
+    successes = any(not math.isnan(r.group.success_rate) for r in rows)
+    header = [*TABLE_HEADER, *([SUCCESS] if successes else []), *([f"p vs {baseline}"] if baseline is not None else [])]
+    compared = _compared_baselines(rows, baseline)
     lines = []
     for r in rows:
         group = r.group
@@ -275,10 +280,26 @@ def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], l
             r.runs_label,
             f"{_number(r.mean)} ± {_number(r.se)}",
         ]
+        if successes:
+            line.append("—" if math.isnan(group.success_rate) else f"{group.success_rate:.0%}")
         if baseline is not None:
-            line.append("baseline" if r.is_baseline else _p_value(r.p_value))
+            line.append("baseline" if any(r is b for b in compared) else _p_value(r.p_value))
         lines.append(line)
     return header, lines
+
+
+def _compared_baselines(rows: Sequence[Row], baseline: str | None) -> list[Row]:
+    """The baseline rows that some other row is compared with (same env, budget and algorithm or srl_model)."""
+    by_algo = baseline is not None and not any(r.group.srl_model == baseline for r in rows)
+    return [
+        b
+        for b in rows
+        if b.is_baseline
+        and b.n
+        and any(
+            not r.is_baseline and r.n and _compared_within(r, by_algo) == _compared_within(b, by_algo) for r in rows
+        )
+    ]
 
 
 def _number(value: float, digits: int = 1) -> str:

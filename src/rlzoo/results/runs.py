@@ -43,6 +43,7 @@ class RunResult:
     :param ends: agent steps (summed over envs) at the end of each episode, ascending.
     :param returns: the episode returns in the same order.
     :param per_episode: False when only ``returns100.csv`` was there (one point per 100-episode window).
+    :param success_rate: ``test/success_rate`` of its test episodes (envs that report ``is_success``; else NaN).
     """
 
     path: Path
@@ -52,6 +53,7 @@ class RunResult:
     finished: bool
     per_episode: bool = True
     failed: bool = False
+    success_rate: float = math.nan
 
     @property
     def status(self) -> str:
@@ -140,6 +142,12 @@ class Group:
         none has a training episode."""
         return min((run.budget if run.finished else run.reached for run in self.scored_runs), default=0)
 
+    @property
+    def success_rate(self) -> float:
+        """Mean ``test/success_rate`` over its finished runs that report one (NaN when none does)."""
+        rates = [run.success_rate for run in self.runs if not math.isnan(run.success_rate)]
+        return float(np.mean(rates)) if rates else math.nan
+
     def status_counts(self) -> dict[str, int]:
         """Runs per status (done, failed, unfinished), statuses without runs left out."""
         counts = Counter(run.status for run in self.runs)
@@ -205,13 +213,18 @@ def read_run(run: RunDir) -> RunResult:
     files = run.monitor_files()
     finished = run.is_finished()
     failed = run.error.is_file() and not finished
+    success = float(run.read_metrics().get("test/success_rate", math.nan)) if finished else math.nan
     if files:
         ends, returns = monitor_episodes(files, int(config.get("n_envs", len(files))))
-        return RunResult(run.path, config, ends, returns, finished, failed=failed)
+        return RunResult(run.path, config, ends, returns, finished, failed=failed, success_rate=success)
     if run.returns100.is_file():
         ends, returns = returns100_points(run.returns100)
-        return RunResult(run.path, config, ends, returns, finished, per_episode=False, failed=failed)
-    return RunResult(run.path, config, np.zeros(0, np.int64), np.zeros(0), finished, failed=failed)
+        return RunResult(
+            run.path, config, ends, returns, finished, per_episode=False, failed=failed, success_rate=success
+        )
+    return RunResult(
+        run.path, config, np.zeros(0, np.int64), np.zeros(0), finished, failed=failed, success_rate=success
+    )
 
 
 def failure(run: RunResult) -> str:

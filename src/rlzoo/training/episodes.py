@@ -16,10 +16,12 @@ from stable_baselines3.common.vec_env import VecEnv
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """The undiscounted return of one episode (the Monitor's when the env has one) and its length."""
+    """The undiscounted return of one episode (the Monitor's when the env has one), its length, and whether it
+    succeeded: ``info["is_success"]`` of its last step (SB3's convention; None for envs whose info has no such key)."""
 
     ret: float
     length: int
+    success: bool | None = None
 
 
 class Recorder(Protocol):
@@ -69,20 +71,26 @@ def play_episodes(
             total, length = total + float(rewards[0]), length + 1
             if recorder is not None:
                 recorder.after_step(np.asarray(action[0]), float(rewards[0]), info)
-        monitored = info.get("episode")
-        results.append(EpisodeResult(float(monitored["r"]) if monitored else total, length))
+        monitored, success = info.get("episode"), info.get("is_success")
+        ret = float(monitored["r"]) if monitored else total
+        results.append(EpisodeResult(ret, length, None if success is None else bool(success)))
         if recorder is not None:
             recorder.finish(results[-1])
     return results
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, float]:
-    """Mean, std, min and max of the test returns under ``test/``."""
+    """Mean, std, min and max of the test returns under ``test/``, and ``test/success_rate`` (the fraction of
+    episodes that ended with ``info["is_success"]``) for envs that report success."""
     values = np.asarray([r.ret for r in results], dtype=float)
-    return {
+    summary = {
         "test/mean_return": float(values.mean()),
         "test/std_return": float(values.std()),
         "test/min_return": float(values.min()),
         "test/max_return": float(values.max()),
         "test/episodes": float(values.size),
     }
+    successes = [r.success for r in results if r.success is not None]
+    if successes:
+        summary["test/success_rate"] = float(np.mean(successes))
+    return summary

@@ -1,6 +1,7 @@
 """Fine-tuning: a new run that starts from another run's saved weights and normalisation (``init_from=<run dir>``).
 
-``init_from=<run dir>[:<checkpoint>]`` (``final`` by default, ``latest``, or the steps of a checkpoint) makes a new run
+``init_from=<run dir>[:<checkpoint>]`` (``final`` by default, ``latest``, ``best`` (the best evaluated model of a
+run trained with ``eval_freq > 0``), or the steps of a checkpoint) makes a new run
 in its own run dir, with its own config: the model is built from that config (learning rate, schedules, env variant,
 random target ... all new), then takes the saved policy's weights (every network the policy holds: actor, critics,
 target networks) and the saved observation statistics, which go on updating. The step counter starts from 0:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-FINAL, LATEST = "final", "latest"
+FINAL, LATEST, BEST = "final", "latest", "best"
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,18 @@ class InitPoint:
     """The saved model a fine-tuning run starts from.
 
     :param run: the run dir it belongs to.
-    :param checkpoint: the steps of its checkpoint, None for the final model.
+    :param checkpoint: the steps of its checkpoint, None for the final (or the best) model.
+    :param best: the best evaluated model (``best/``).
     """
 
     run: Path
     checkpoint: int | None
+    best: bool = False
 
     @property
     def folder(self) -> Path:
+        if self.best:
+            return RunDir(self.run).best_dir
         return self.run if self.checkpoint is None else RunDir(self.run).checkpoint(self.checkpoint)
 
     @property
@@ -58,14 +63,16 @@ class InitPoint:
 
     @property
     def pinned(self) -> str:
-        """``<run dir>:<final|steps>``: what the new run's config records."""
+        """``<run dir>:<final|best|steps>``: what the new run's config records."""
+        if self.best:
+            return f"{self.run}:{BEST}"
         return f"{self.run}:{FINAL if self.checkpoint is None else self.checkpoint}"
 
 
 def _split(value: str) -> tuple[str, str]:
     """``<run dir>[:<checkpoint>]`` -> (run dir, checkpoint)."""
     path, _, tail = value.rpartition(":")
-    if path and (tail in (FINAL, LATEST) or tail.isdigit()):
+    if path and (tail in (FINAL, LATEST, BEST) or tail.isdigit()):
         return path, tail
     return value, FINAL
 
@@ -82,7 +89,7 @@ def _choose(run: RunDir, checkpoint: str, value: str) -> int | None:
         return int(checkpoint)
     raise ConfigError(
         f"init_from={value}: run {run.path} has no {checkpoint} model (available: {available}); "
-        f"give <run dir>[:{FINAL}|{LATEST}|<steps>] of a run with a model"
+        f"give <run dir>[:{FINAL}|{LATEST}|{BEST}|<steps>] of a run with a model"
     )
 
 
@@ -95,7 +102,11 @@ def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> Ini
     run = RunDir(Path(path).expanduser().resolve())
     if not run.is_run():
         raise ConfigError(f"init_from={value}: {run.path} is not a run dir (no config.yaml); give a run dir")
-    point = InitPoint(run.path, _choose(run, checkpoint, value))
+    if checkpoint == BEST:
+        run.best_model_folder()  # one line when the run kept no best model
+        point = InitPoint(run.path, None, best=True)
+    else:
+        point = InitPoint(run.path, _choose(run, checkpoint, value))
     saved = OmegaConf.to_container(run.read_config(), resolve=True)
     assert isinstance(saved, dict)
     saved_algo = str(saved["algo"]["_target_"])

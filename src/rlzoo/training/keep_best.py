@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import TextIO
 
 import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import MODEL, save_model
+from rlzoo.rundir import MODEL, OBS_NORM, RunDir, load_obs_norm, save_model
+from rlzoo.training.build import load_model
+from rlzoo.training.normalization import FrozenNormalization, FrozenNormalize
 
 EVALUATIONS_HEADER = "steps,mean_return,std_return,min_return,max_return,best"
 
@@ -26,9 +29,9 @@ EVALUATIONS_HEADER = "steps,mean_return,std_return,min_return,max_return,best"
 class KeepBest(BaseCallback):
     """Evaluate every ``every_steps`` agent steps (summed over envs) and save the best model so far.
 
-    :param eval_env: the evaluation envs (the training env's representation; wrapped in a ``VecNormalize`` when the
-        training env is normalised, whose statistics are copied from the training env before each evaluation and
-        never updated by it).
+    :param eval_env: the evaluation envs (the training env's representation; when the training env is normalised,
+        wrapped in a :class:`FrozenNormalize` (a run's: ``RunBuilder.test_env``) or a ``VecNormalize``, whose
+        statistics are a fresh copy of the training env's before each evaluation and never updated by it).
     :param best_folder: where the best model (``model.zip``) and its normalisation statistics are written.
     :param evaluations: the CSV of every evaluation (appended to: a resumed run continues its log and its best).
     :param every_steps: evaluation interval in agent steps.
@@ -50,8 +53,10 @@ class KeepBest(BaseCallback):
         super().__init__()
         if every_steps < 1 or episodes < 1:
             raise ConfigError(f"eval_freq={every_steps} and eval_episodes={episodes} must both be ≥ 1")
-        if (normalizer is None) != (not isinstance(eval_env, VecNormalize)):
-            raise ValueError("eval_env must be a VecNormalize exactly when the training env is normalised")
+        if (normalizer is None) != (not isinstance(eval_env, VecNormalize | FrozenNormalize)):
+            raise ValueError(
+                "eval_env must be a VecNormalize or FrozenNormalize exactly when the training env is normalised"
+            )
         if isinstance(eval_env, VecNormalize):  # statistics come from training, rewards stay raw
             eval_env.training, eval_env.norm_reward = False, False
         self.eval_env = eval_env
@@ -62,6 +67,7 @@ class KeepBest(BaseCallback):
         self.normalizer = normalizer
         self.deterministic = deterministic
         self.best_return = -np.inf
+        self.best_steps: int | None = None
         self.last_evaluated = -1
         self._next = every_steps
         self._stream: TextIO | None = None
@@ -91,7 +97,9 @@ class KeepBest(BaseCallback):
 
     def evaluate(self) -> float:
         """Run the evaluation episodes now; save the model when it is the best so far. Return the mean return."""
-        if self.normalizer is not None:
+        if isinstance(self.eval_env, FrozenNormalize) and self.normalizer is not None:
+            self.eval_env.normalization = FrozenNormalization.snapshot(self.normalizer)
+        elif self.normalizer is not None:
             sync_envs_normalization(self.normalizer, self.eval_env)
         returns, _ = evaluate_policy(
             self.model, self.eval_env, n_eval_episodes=self.episodes, deterministic=self.deterministic,
@@ -101,7 +109,7 @@ class KeepBest(BaseCallback):
         mean = float(values.mean())
         best = mean > self.best_return
         if best:
-            self.best_return = mean
+            self.best_return, self.best_steps = mean, self.num_timesteps
             save_model(self.best_folder, self.model, self.normalizer)
         self.last_evaluated = self.num_timesteps
         self.logger.record("eval/mean_return", mean)
@@ -122,12 +130,16 @@ def previous_best(evaluations: Path) -> float:
     return max((float(row[1]) for row in rows), default=-np.inf)
 
 
-def require_best_model(best_folder: Path, run_path: Path) -> Path:
+def require_best_model(run: RunDir) -> Path:
     """The best model of a run, or one :class:`ConfigError` saying that the run kept none (``checkpoint=best``)."""
-    model = best_folder / MODEL
-    if not model.is_file():
-        raise ConfigError(
-            f"checkpoint=best: the run {run_path} has no best model ({model} is missing); only runs trained with "
-            "keep-best evaluation (eval_freq > 0) keep one; use checkpoint=final or a checkpoint's step count"
-        )
+    return run.best_model_folder() / MODEL
+
+
+def load_best(run: RunDir, algo_class: type[BaseAlgorithm], normalizer: VecNormalize | None) -> BaseAlgorithm:
+    """The best model of a run that has just trained (``test_checkpoint=best``); ``normalizer`` takes its statistics
+    (training is over: the final model and statistics are saved)."""
+    folder = run.best_model_folder()
+    model = load_model(algo_class, folder / MODEL)
+    if normalizer is not None:
+        FrozenNormalization(*load_obs_norm(folder / OBS_NORM)).restore(normalizer)
     return model

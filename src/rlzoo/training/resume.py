@@ -50,9 +50,9 @@ class ResumePoint:
 
 
 def log_state(run: RunDir, pending_returns: list[float], elapsed: float | None = None) -> dict[str, Any]:
-    """The resume state of ``run``'s logs now: line counts of monitor files, returns100.csv and progress.csv (and
-    ``elapsed``, the seconds the run has trained)."""
-    files = [*run.monitor_files(), run.returns100, run.progress]
+    """The resume state of ``run``'s logs now: line counts of monitor files, returns100.csv, progress.csv and
+    evaluations.csv (and ``elapsed``, the seconds the run has trained)."""
+    files = [*run.monitor_files(), run.returns100, run.progress, run.evaluations]
     lines = {str(path.relative_to(run.path)): _count_lines(path) for path in files if path.is_file()}
     state: dict[str, Any] = {"log_lines": lines, "pending_returns": list(pending_returns)}
     if elapsed is not None:
@@ -133,7 +133,7 @@ def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> 
 def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
     """Cut every log back to its length at ``point`` (a fresh start in a used dir: remove the old logs)."""
     if point is None:
-        for path in [*run.monitor_files(), run.returns100, run.progress]:
+        for path in [*run.monitor_files(), run.returns100, run.progress, run.evaluations]:
             path.unlink(missing_ok=True)
         return
     for relative, keep in point.log_lines.items():

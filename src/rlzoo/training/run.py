@@ -16,14 +16,17 @@ from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.loggers.live_plot import LivePlot
-from rlzoo.rundir import save_model
+from rlzoo.rundir import BEST, save_model
 from rlzoo.training.budget import RunClock, episodes_logged, learn
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.context import RunContext
 from rlzoo.training.episodes import play_episodes, summarize
+from rlzoo.training.keep_best import KeepBest, load_best
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
+
+EVAL_SEED_OFFSET = 20_000  # keep-best evaluation episodes are neither training nor test episodes
 
 # Extra callbacks for one run, made from its builder (``rlzoo.tune``: intermediate evaluations that may stop training).
 CallbackFactory = Callable[[RunBuilder], Sequence[BaseCallback]]
@@ -47,9 +50,11 @@ def train_run(
         model = run.model(env, normalizer)
         run.claim(model)  # the run dir exists from here on
         extra = extra_callbacks(build) if extra_callbacks is not None else ()
-        _learn(plan, model, normalizer, extra, run.clock)
-        metrics = {"train/timesteps": float(model.num_timesteps), "time/train_seconds": run.seconds()}
+        evaluated = _learn(plan, model, normalizer, extra, run.clock)
+        metrics = {"train/timesteps": float(model.num_timesteps), "time/train_seconds": run.seconds(), **evaluated}
         save_model(plan.run.path, model, normalizer)
+        if plan.settings.test_checkpoint == BEST:  # the test episodes play the best evaluated model
+            model = load_best(plan.run, plan.factory.algo_class, normalizer)
         metrics |= _test(build, model, normalizer)
         metrics["time/total_seconds"] = run.seconds()
         plan.run.write_metrics(metrics)
@@ -62,9 +67,9 @@ def _learn(
     normalizer: VecNormalize | None,
     extra: Sequence[BaseCallback] = (),
     clock: RunClock | None = None,
-) -> None:
+) -> dict[str, float]:
     """Learn up to ``total_timesteps`` or ``total_episodes`` (a resumed run: what is left) with the run's callbacks
-    and ``extra``."""
+    and ``extra``; return the keep-best evaluation's figures (``eval/best_return``; empty when ``eval_freq=0``)."""
     point, settings = plan.resume_point, plan.settings
     clock = clock or RunClock.resumed()
     returns100 = Returns100(plan.run.returns100, pending=point.pending_returns if point else ())
@@ -73,9 +78,29 @@ def _learn(
         callbacks.append(Checkpoint(plan.run, settings.checkpoint_freq, normalizer, returns100, clock))
     if plan.logging.visdom is not None:  # logger=visdom: live plots
         callbacks.append(LivePlot(plan.logging.visdom, plan.run.path))
+    keep = _keep_best(plan, normalizer) if settings.eval_freq else None
+    callbacks.extend([keep] if keep is not None else [])
     callbacks.extend(extra)
     done = episodes_logged(plan.run.monitor_files()) if point is not None and settings.total_episodes else 0
-    learn(model, settings, callbacks, resumed=point is not None, clock=clock, episodes_done=done)
+    try:
+        learn(model, settings, callbacks, resumed=point is not None, clock=clock, episodes_done=done)
+    finally:
+        if keep is not None:
+            keep.eval_env.close()
+    if keep is None:
+        return {}
+    return {"eval/best_return": keep.best_return, "eval/best_steps": float(keep.best_steps or -1)}
+
+
+def _keep_best(plan: RunPlan, normalizer: VecNormalize | None) -> KeepBest:
+    """Keep-best evaluation (``eval_freq``): one frozen env of its own (seeded apart from the training and test
+    episodes), whose normalisation is a fresh snapshot of the training statistics at each evaluation."""
+    settings = plan.settings
+    frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
+    eval_env = RunBuilder(plan).test_env(frozen, seed=settings.seed + EVAL_SEED_OFFSET)
+    run = plan.run
+    return KeepBest(eval_env, run.best_dir, run.evaluations, settings.eval_freq, settings.eval_episodes, normalizer,
+                    deterministic=settings.deterministic_test)  # fmt: skip
 
 
 def _test(build: RunBuilder, model: BaseAlgorithm, normalizer: VecNormalize | None) -> dict[str, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rlzoo.errors import ConfigError
 from rlzoo.schema import at_least, parse
 
 GROUPS = ("algo", "env", "srl_model", "hardware", "logger", "multiagent")
@@ -22,6 +23,9 @@ class RunSettings:
     vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
     normalize: bool = True
     checkpoint_freq: int = field(default=25_000, metadata=at_least(0))
+    eval_freq: int = field(default=0, metadata=at_least(0))
+    eval_episodes: int = field(default=5, metadata=at_least(1))
+    test_checkpoint: Literal["final", "best"] = "final"
     test_episodes: int = field(default=100, metadata=at_least(0))
     deterministic_test: bool = True
     max_test_steps: int = field(default=10_000, metadata=at_least(1))
@@ -33,4 +37,10 @@ class RunSettings:
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> RunSettings:
         """The run keys of a resolved train config (its groups are read elsewhere)."""
-        return parse(cls, values, ignore=GROUPS, what="run key")
+        settings = parse(cls, values, ignore=GROUPS, what="run key")
+        if settings.test_checkpoint == "best" and not settings.eval_freq:
+            raise ConfigError(
+                "test_checkpoint=best: this run keeps no best model (eval_freq=0); allowed: test_checkpoint=final, "
+                "or test_checkpoint=best with keep-best evaluation (eval_freq > 0)"
+            )
+        return settings
