@@ -23,6 +23,7 @@ class RunSettings:
     normalize: bool = True
     checkpoint_freq: int = field(default=25_000, metadata=at_least(0))
     test_episodes: int = field(default=100, metadata=at_least(0))
+    test_envs: int = field(default=10, metadata=at_least(1))
     deterministic_test: bool = True
     max_test_steps: int = field(default=10_000, metadata=at_least(1))
     progress_bar: bool | Literal["auto"] = "auto"
