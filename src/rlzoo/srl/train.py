@@ -158,7 +158,12 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
         )  # fmt: skip
         history.write_csv(run_dir / "losses.csv")
         history.plot(run_dir / "losses.png", f"{recipe.name}: losses per epoch")
-        summary = {"best_epoch": history.best_epoch, "val_loss": history.best_val_loss, "epochs": len(history.rows)}
+        summary = {
+            "best_epoch": history.best_epoch,
+            "val_loss": history.best_val_loss,
+            "epochs": len(history.rows),
+            "stopped_early": history.stopped_early,
+        }
     train_seconds = time.perf_counter() - started
 
     frames = val_pairs  # the first frames of the held-out pairs
@@ -198,6 +203,7 @@ def _build_losses(recipe: Recipe, dataset: Dataset, train_pairs: np.ndarray, gro
         action_dim=int(dataset.actions.max()) + 1 if discrete else int(dataset.actions.shape[1]),
         ground_truth_dim=int(ground_truth.shape[1]),
         positive_reward_fraction=float(np.mean(dataset.rewards[train_pairs] > 0)),
+        mean_image=_mean_image(dataset.images, train_pairs),
     )
     built: dict[str, SRLLoss] = {}
     for name, node in recipe.losses.items():
@@ -211,6 +217,12 @@ def _build_losses(recipe: Recipe, dataset: Dataset, train_pairs: np.ndarray, gro
             raise ConfigError(f"srl_model.losses.{name}: {type(loss).__name__} is not an rlzoo.srl.losses loss")
         built[name] = loss
     return Losses(built)
+
+
+def _mean_image(images: np.ndarray, frames: np.ndarray, limit: int = 2000) -> np.ndarray:
+    """The mean of (at most ``limit``, evenly spaced) training frames as ``(H, W, 3)`` floats in [0, 1]."""
+    chosen = frames[np.linspace(0, len(frames) - 1, min(limit, len(frames))).astype(int)]
+    return images[chosen].mean(axis=0, dtype=np.float64) / 255.0
 
 
 def _fit_pca(images: np.ndarray, state_dim: int, seed: int) -> PCAEncoder:
