@@ -14,6 +14,7 @@ from typing import Literal
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo import results_stats
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
@@ -81,17 +82,21 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
         )
         for env in sorted({g.env for g in groups if g.scored_runs})
     ]
-    markdown = markdown_table(rows, baseline)
+    stats = results_stats.row_stats(rows, baseline)
+    figures += results_stats.plot_profiles(rows, out)
+    notes = comparison.notes + ([] if results_stats.rliable_installed() else [results_stats.MISSING_NOTE])
+    caption = results_stats.CAPTION.format(last=settings.last_episodes, reps=results_stats.REPS)
+    markdown = markdown_table(rows, baseline, stats)
     tables = [out / "results.md", out / "results.csv"]
     atomic_write_text(tables[0], markdown)
-    atomic_write_text(tables[1], csv_table(rows))
+    atomic_write_text(tables[1], csv_table(rows, stats))
     n_runs = sum(len(g.runs) for g in groups)
     log(f"rlzoo.plot: {n_runs} run(s) in {len(groups)} group(s) over {len(figures)} env(s) under {settings.dir}")
-    for note in comparison.notes:
+    for note in notes:
         log(f"  note: {note}")
-    log(markdown)
+    log(markdown + caption)
     log("wrote " + ", ".join(str(p) for p in figures + tables))
-    return PlotReport(groups, rows, figures, tables, comparison.notes, baseline)
+    return PlotReport(groups, rows, figures, tables, notes, baseline)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="plot", version_base="1.3")

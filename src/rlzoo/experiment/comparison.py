@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from rlzoo import results_stats
 from rlzoo.errors import ConfigError
 from rlzoo.experiment.results import UNFINISHED, Group, RunResult, failure, find_runs, group_runs, read_run
+from rlzoo.results_stats import RowStats
 
 AUTO = "auto"
 TRAINING_KEYS = {"algo", "env", "srl_model"}
@@ -257,13 +259,17 @@ def _baseline_notes(rows: Sequence[Row], baseline: str | None) -> list[str]:
     ]
 
 
-TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "return (mean ± SE)")
+TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "train return (mean ± SE)")
 
 
-def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], list[list[str]]]:
-    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike."""
+def table_cells(
+    rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike; with
+    ``stats`` (:func:`rlzoo.results_stats.row_stats` of the rows) the test return, IQM and P(improvement) too."""
     header = [*TABLE_HEADER, *([f"p vs {baseline}"] if baseline is not None else [])]
-    lines = []
+    header += results_stats.header_cells(baseline) if stats is not None else []
+    lines: list[list[str]] = []
     for r in rows:
         group = r.group
         line = [
@@ -277,6 +283,8 @@ def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], l
         ]
         if baseline is not None:
             line.append("baseline" if r.is_baseline else _p_value(r.p_value))
+        if stats is not None:
+            line += results_stats.row_cells(stats[len(lines)], baseline, r.is_baseline)
         lines.append(line)
     return header, lines
 
