@@ -27,6 +27,7 @@ from rlzoo.experiment.resume import ResumePoint, find_resume_point, resume_confi
 from rlzoo.experiment.rundir import RunDir
 from rlzoo.experiment.settings import RunSettings
 from rlzoo.hardware import Hardware
+from rlzoo.srl.augment import merge_policy_kwargs
 from rlzoo.srl.representation import Representation, pin_representation
 
 
@@ -87,6 +88,7 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     spec = spec.with_kwargs(**fit_action_type(spec.kwargs, factory.algo_class))
     values["srl_model"] = pin_representation(values["srl_model"], spec.id)
     representation = Representation.from_values(values["srl_model"])
+    factory = dataclasses.replace(factory, kwargs=merge_policy_kwargs(factory.kwargs, representation.policy_kwargs))
     check_env(spec, representation)
     spec, observing = observe(spec, representation, settings.normalize)  # recorded: env.observation, normalize
     settings = dataclasses.replace(settings, normalize=observing.normalize)
