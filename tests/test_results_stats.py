@@ -42,4 +42,4 @@ def test_results_csv_has_iqm_inside_its_ci_and_the_test_return(tmp_path: Path) -
     assert "train return (mean ± SE)" in markdown and "IQM [95 % CI]" in markdown
     assert "P(> ground_truth) [95 % CI]" in markdown and "test return (mean ± SE)" in markdown
     profile = tmp_path / "plots" / "performance_profile_CartPole-v1.png"
-    assert profile in report.figures and profile.stat().st_size > 0
+    assert profile in report.profiles and profile.stat().st_size > 0

@@ -63,6 +63,7 @@ class PlotReport:
     tables: list[Path]
     notes: list[str]
     baseline: str | None = None
+    profiles: list[Path] = field(default_factory=list)  # performance profiles (rliable), one per env
 
 
 def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotReport:
@@ -83,7 +84,7 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
         for env in sorted({g.env for g in groups if g.scored_runs})
     ]
     stats = results_stats.row_stats(rows, baseline)
-    figures += results_stats.plot_profiles(rows, out)
+    profiles = results_stats.plot_profiles(rows, out)
     notes = comparison.notes + ([] if results_stats.rliable_installed() else [results_stats.MISSING_NOTE])
     caption = results_stats.CAPTION.format(last=settings.last_episodes, reps=results_stats.REPS)
     markdown = markdown_table(rows, baseline, stats)
@@ -95,8 +96,8 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
     for note in notes:
         log(f"  note: {note}")
     log(markdown + caption)
-    log("wrote " + ", ".join(str(p) for p in figures + tables))
-    return PlotReport(groups, rows, figures, tables, notes, baseline)
+    log("wrote " + ", ".join(str(p) for p in figures + profiles + tables))
+    return PlotReport(groups, rows, figures, tables, notes, baseline, profiles)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="plot", version_base="1.3")

@@ -267,8 +267,8 @@ def table_cells(
 ) -> tuple[list[str], list[list[str]]]:
     """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike; with
     ``stats`` (:func:`rlzoo.results_stats.row_stats` of the rows) the test return, IQM and P(improvement) too."""
-    header = [*TABLE_HEADER, *([f"p vs {baseline}"] if baseline is not None else [])]
-    header += results_stats.header_cells(baseline) if stats is not None else []
+    header = [*TABLE_HEADER, *(results_stats.header_cells(baseline) if stats is not None else [])]
+    header += [f"p vs {baseline}"] if baseline is not None else []
     lines: list[list[str]] = []
     for r in rows:
         group = r.group
@@ -281,10 +281,10 @@ def table_cells(
             r.runs_label,
             f"{_number(r.mean)} ± {_number(r.se)}",
         ]
-        if baseline is not None:
-            line.append("baseline" if r.is_baseline else _p_value(r.p_value))
         if stats is not None:
             line += results_stats.row_cells(stats[len(lines)], baseline, r.is_baseline)
+        if baseline is not None:
+            line.append("baseline" if r.is_baseline else _p_value(r.p_value))
         lines.append(line)
     return header, lines
 
