@@ -63,3 +63,12 @@ def test_patience_stops_by_validation_and_the_weighted_loss_trains(tmp_path: Pat
     weighted = ["+srl_model.losses.reconstruction.foreground_weight=10", "srl_model.training.epochs=2"]
     metrics = make_encoder(tmp_path / "splits", dataset, "srl_splits", weighted)
     assert metrics["srl/epochs"] == 2 and metrics["srl/stopped_early"] == 0
+
+
+def test_the_vae_weighs_foreground_pixels_too() -> None:
+    grey = np.full((SIZE, SIZE, 3), 0.5)
+    vae = losses.VariationalReconstruction(_context(grey), beta=1.0, foreground_weight=9.0)
+    clean = torch.full((2, 3, SIZE, SIZE), 0.5)
+    clean[:, :, 3, 4] = 1.0
+    weights = vae.pixel_weights(clean)
+    assert weights.shape == (2, 1, SIZE, SIZE) and float(weights.sum()) == 2 * (SIZE * SIZE + 9)

@@ -133,12 +133,16 @@ class Reconstruction(SRLLoss):
         mean = np.zeros((height, width, 3)) if context.mean_image is None else context.mean_image
         self.register_buffer("mean_image", torch.as_tensor(mean, dtype=torch.float32).permute(2, 0, 1)[None])
 
+    def pixel_weights(self, clean: Tensor) -> Tensor:
+        """``(N, 1, H, W)``: 1 + ``foreground_weight`` where a pixel differs from the mean image, else 1."""
+        foreground = (clean - self.mean_image).abs().amax(dim=1, keepdim=True) > self.foreground_threshold
+        return 1.0 + self.foreground_weight * foreground.float()
+
     def pixel_loss(self, decoded: Tensor, clean: Tensor) -> Tensor:
         """The (foreground-weighted) mean squared error of decoded images against the clean ones."""
         if self.foreground_weight == 0:
             return F.mse_loss(decoded, clean)
-        foreground = (clean - self.mean_image).abs().amax(dim=1, keepdim=True) > self.foreground_threshold
-        weights = 1.0 + self.foreground_weight * foreground.float()
+        weights = self.pixel_weights(clean)
         return ((decoded - clean).pow(2) * weights).sum() / (weights.sum() * clean.shape[1])
 
     def forward(self, batch: Batch, encoded: Encoded, encoder: ImageEncoder) -> Tensor:
@@ -170,14 +174,22 @@ class Denoising(Reconstruction):
 class VariationalReconstruction(Reconstruction):
     """β-VAE: the state slice is the posterior mean, a linear head on the encoder's features gives its log-variance;
     reconstruction of a sample plus β times the KL divergence to N(0, I), both summed and divided by the pixels.
+    With ``foreground_weight`` w, the squared error of a foreground pixel counts 1 + w times (see
+    :class:`Reconstruction`).
 
     :param beta: weight of the KL term (β = 1: the VAE).
     """
 
     def __init__(
-        self, context: LossContext, weight: float = 1.0, dims: list[int | None] | None = None, beta: float = 1.0
+        self,
+        context: LossContext,
+        weight: float = 1.0,
+        dims: list[int | None] | None = None,
+        beta: float = 1.0,
+        foreground_weight: float = 0.0,
+        foreground_threshold: float = 0.1,
     ) -> None:
-        super().__init__(context, weight, dims)
+        super().__init__(context, weight, dims, foreground_weight, foreground_threshold)
         if beta < 0:
             raise ConfigError(f"VariationalReconstruction: beta={beta!r} must be ≥ 0")
         self.beta = beta
@@ -188,7 +200,8 @@ class VariationalReconstruction(Reconstruction):
         log_var = self.log_var(torch.cat([encoded.features, encoded.next_features])).clamp(-10.0, 10.0)
         sample = mean + torch.randn_like(mean) * torch.exp(0.5 * log_var)
         clean = torch.cat([batch.obs, batch.next_obs])
-        squared = F.mse_loss(self.decoder(sample), clean, reduction="sum")
+        squared = (self.decoder(sample) - clean).pow(2)
+        squared = (squared * self.pixel_weights(clean)).sum() if self.foreground_weight > 0 else squared.sum()
         kl = -0.5 * torch.sum(1 + log_var - mean.pow(2) - log_var.exp())
         return (squared + self.beta * kl) / clean.numel()
 
