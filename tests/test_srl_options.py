@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rlzoo.errors import ConfigError
-from rlzoo.srl import losses
+from rlzoo.srl import losses, metrics
 from rlzoo.srl.networks import ImageEncoder
 from srl_helpers import make_dataset, make_encoder
 
@@ -72,3 +72,15 @@ def test_the_vae_weighs_foreground_pixels_too() -> None:
     clean[:, :, 3, 4] = 1.0
     weights = vae.pixel_weights(clean)
     assert weights.shape == (2, 1, SIZE, SIZE) and float(weights.sum()) == 2 * (SIZE * SIZE + 9)
+
+
+def test_linear_probe_sees_what_gtc_misses() -> None:
+    rng = np.random.default_rng(0)
+    episodes = np.repeat(np.arange(20), 30)
+    target = rng.uniform(0, 4, (20, 2))[episodes]  # constant within an episode, as MobileRobot's target
+    mixed = np.hstack([target, rng.normal(size=(600, 6))]) @ rng.normal(size=(8, 8))  # spread over every dimension
+    probe = metrics.linear_probe(mixed, target, episodes)
+    assert np.all(probe > 0.95) and np.all(metrics.gtc(mixed, target) < probe)
+    noise = metrics.linear_probe(rng.normal(size=(600, 8)), target, episodes)
+    assert np.all(noise < 0.5)
+    assert np.isnan(metrics.linear_probe(mixed, target, np.zeros(600))).all()  # one episode: nothing held out

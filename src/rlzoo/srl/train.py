@@ -169,6 +169,8 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     frames = val_pairs  # the first frames of the held-out pairs
     states = _states(module.eval(), dataset.images[frames], device)
     result = _measure(states, ground_truth[frames], names, knn_k, seed)
+    probe = metrics.linear_probe(states, ground_truth[frames], np.cumsum(dataset.episode_starts)[frames])
+    result |= {f"srl/probe/{name}": float(value) for name, value in zip(names, probe, strict=True)}
     metrics.plot_states(run_dir / "states.png", states, ground_truth[frames], names, f"{recipe.name} states")
     result |= {f"srl/{k}": float(v) for k, v in summary.items()}
     result |= {"srl/train_pairs": float(len(train_pairs)), "srl/val_frames": float(len(frames))}
