@@ -19,7 +19,7 @@ TINY = [
     "pipeline.collect.n_samples=300", "pipeline.collect.image_size=16", "pipeline.collect.n_workers=0",
     "+pipeline.collect.progress_bar=false",
     "pipeline.srl_train.srl_model.training.epochs=1", "+pipeline.srl_train.srl_model.training.batch_size=64",
-    "+pipeline.srl_train.srl_model.state_dim=8", "+pipeline.srl_train.srl_model.network.channels=4",
+    "+pipeline.srl_train.srl_model.state_dim=8", "pipeline.srl_train.srl_model.network.channels=4",
     "+pipeline.srl_train.progress_bar=false", "+pipeline.srl_train.device=cpu",
     "+pipeline.srl_model.raw_pixels.height=40", "+pipeline.srl_model.raw_pixels.width=40",
     "pipeline.sweep.srl_model=[ground_truth,raw_pixels,random,srl_splits]",

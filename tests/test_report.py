@@ -21,6 +21,7 @@ from rlzoo.reporting.figures import plot_env
 from rlzoo.reporting.page import write_report
 from rlzoo.reporting.wandb_results import log_results
 from rlzoo.results.comparison import compare
+from rlzoo.results.stats import rliable_installed
 from srl_helpers import make_dataset, make_encoder
 from test_loggers import read_wandb_records
 
@@ -96,8 +97,11 @@ def test_the_page_renders_in_chromium(sweep: Path, chromium: Any, tmp_path: Path
     assert sorted(c.split(",")[0] for c in captions) == ["PPO / ground_truth", "PPO / random"], captions
     images = chromium.execute_script(IMAGES)
     alts = sorted(alt for *_, alt, _ in images)
-    assert alts[:2] == ["learning curves on rlzoo/MobileRobot-v0", "random states"], alts
-    assert [alt.rsplit("_", 1)[0] for alt in alts[2:]] == ["replay of ground_truth", "replay of random"], alts
+    profile = ["performance profile"] if rliable_installed() else []  # the [stats] extra's figure
+    figures = ["learning curves on rlzoo/MobileRobot-v0", *profile, "random states"]
+    assert alts[: len(figures)] == figures, alts
+    replays = [alt.rsplit("_", 1)[0] for alt in alts[len(figures) :]]
+    assert replays == ["replay of ground_truth", "replay of random"], alts
     assert all(complete and width > 0 and height > 0 for complete, width, height, *_ in images), images  # none broken
     assert {src[:15] for *_, src in images} == {"data:image/png;", "data:image/gif;"}  # embedded: self-contained
     html = page.path.read_text()

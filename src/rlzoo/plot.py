@@ -19,6 +19,7 @@ from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import csv_table, file_name, markdown_table, plot_env
+from rlzoo.results import stats as results_stats
 from rlzoo.results.comparison import AUTO, Row, compare
 from rlzoo.results.runs import Group
 from rlzoo.schema import at_least, parse
@@ -62,6 +63,7 @@ class PlotReport:
     tables: list[Path]
     notes: list[str]
     baseline: str | None = None
+    profiles: list[Path] = field(default_factory=list)  # performance profiles (rliable), one per env
 
 
 def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotReport:
@@ -81,17 +83,21 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
         )
         for env in sorted({g.env for g in groups if g.scored_runs})
     ]
-    markdown = markdown_table(rows, baseline)
+    stats = results_stats.row_stats(rows, baseline)
+    profiles = results_stats.plot_profiles(rows, out)
+    notes = comparison.notes + ([] if results_stats.rliable_installed() else [results_stats.MISSING_NOTE])
+    caption = results_stats.CAPTION.format(last=settings.last_episodes, reps=results_stats.REPS)
+    markdown = markdown_table(rows, baseline, stats)
     tables = [out / "results.md", out / "results.csv"]
     atomic_write_text(tables[0], markdown)
-    atomic_write_text(tables[1], csv_table(rows))
+    atomic_write_text(tables[1], csv_table(rows, stats))
     n_runs = sum(len(g.runs) for g in groups)
     log(f"rlzoo.plot: {n_runs} run(s) in {len(groups)} group(s) over {len(figures)} env(s) under {settings.dir}")
-    for note in comparison.notes:
+    for note in notes:
         log(f"  note: {note}")
-    log(markdown)
-    log("wrote " + ", ".join(str(p) for p in figures + tables))
-    return PlotReport(groups, rows, figures, tables, comparison.notes, baseline)
+    log(markdown + caption)
+    log("wrote " + ", ".join(str(p) for p in figures + profiles + tables))
+    return PlotReport(groups, rows, figures, tables, notes, baseline, profiles)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="plot", version_base="1.3")

@@ -15,8 +15,10 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
 
+from rlzoo.results import stats as results_stats
 from rlzoo.results.comparison import Row, table_cells
 from rlzoo.results.runs import FAILED, UNFINISHED, Group, learning_curve
+from rlzoo.results.stats import RowStats
 
 X_AXES = {"timesteps": "agent steps (summed over envs)", "episodes": "training episodes"}
 
@@ -66,11 +68,11 @@ def plot_env(
     return path
 
 
-def markdown_table(rows: Sequence[Row], baseline: str | None) -> str:
+def markdown_table(rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None) -> str:
     """The results table as aligned Markdown (numbers right-aligned)."""
-    header, lines = table_cells(rows, baseline)
+    header, lines = table_cells(rows, baseline, stats)
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-    right = {3, 4, 6, 7}
+    right = {3, 4, *range(6, len(header))}
 
     def fmt(cells: Sequence[str]) -> str:
         padded = (c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
@@ -80,24 +82,25 @@ def markdown_table(rows: Sequence[Row], baseline: str | None) -> str:
     return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)]) + "\n"
 
 
-def csv_table(rows: Sequence[Row]) -> str:
-    """The results table as CSV (full precision; empty cells for undefined values)."""
+def csv_table(rows: Sequence[Row], stats: Sequence[RowStats] | None = None) -> str:
+    """The results table as CSV (full precision; empty cells for undefined values); ``mean`` and ``se`` are of the
+    train return, and with ``stats`` the test return, IQM and P(improvement) columns follow."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     header = ["env", "algo", "srl_model", "variant", "budget", "seeds", "seed_values", "runs", "mean", "se"]
-    writer.writerow([*header, "p_value", "baseline", "failed", "unfinished", "success_rate"])
+    extra = list(results_stats.CSV_HEADER) if stats is not None else []
+    writer.writerow([*header, "p_value", "baseline", "failed", "unfinished", "success_rate", *extra])
 
     def cell(value: float) -> Any:
         return "" if math.isnan(value) else f"{value:.6g}"
 
-    for r in rows:
+    for i, r in enumerate(rows):
         variant = "; ".join(r.group.variant + r.group.srl_variant)
         group = r.group
         seeds = " ".join(map(str, r.seeds))
-        stats = [cell(r.mean), cell(r.se), cell(r.p_value), int(r.is_baseline)]
+        values = [cell(r.mean), cell(r.se), cell(r.p_value), int(r.is_baseline)]
         counts = [r.statuses.get(FAILED, 0), r.statuses.get(UNFINISHED, 0), cell(group.success_rate)]
         budget = r.budget if r.n else ""
-        writer.writerow(
-            [group.env, group.algo_name, group.srl_model, variant, budget, r.n, seeds, len(group.runs), *stats, *counts]
-        )
+        line = [group.env, group.algo_name, group.srl_model, variant, budget, r.n, seeds, len(group.runs), *values]
+        writer.writerow([*line, *counts, *(results_stats.csv_cells(stats[i]) if stats is not None else [])])
     return stream.getvalue()

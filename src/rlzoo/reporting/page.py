@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import file_name, plot_env
 from rlzoo.reporting.media import EncoderInfo, Replay, best_replays, encoder_folders, read_encoder
+from rlzoo.results import stats as results_stats
 from rlzoo.results.comparison import AUTO, Comparison, compare, table_cells
 
 REPORT = "report.html"
@@ -32,7 +33,14 @@ tr.baseline td { background: #eef6ff; } tr.failed td { color: #a00; }
 figcaption { font-size: 0.85em; color: #444; } pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; }
 details { margin: 0.3em 0; } summary { cursor: pointer; }
 """
-NUMERIC = {"budget (steps)", "seeds", "return (mean ± SE)", "test success"}
+NUMERIC = {
+    "budget (steps)",
+    "seeds",
+    "train return (mean ± SE)",
+    "test return (mean ± SE)",
+    "IQM [95 % CI]",
+    "test success",
+}
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ def _table(header: Sequence[str], lines: Sequence[Sequence[str]], classes: Seque
     for i, line in enumerate(lines):
         cells = "".join(
             f'<td class="num">{html.escape(c)}</td>'
-            if h in NUMERIC or h.startswith("p vs")
+            if h in NUMERIC or h.startswith(("p vs", "P(>"))
             else f"<td>{html.escape(c)}</td>"
             for h, c in zip(header, line, strict=True)
         )
@@ -68,11 +76,20 @@ def _table(header: Sequence[str], lines: Sequence[Sequence[str]], classes: Seque
 
 
 def _results(comparison: Comparison) -> str:
-    header, lines = table_cells(comparison.rows, comparison.baseline)
+    stats = results_stats.row_stats(comparison.rows, comparison.baseline)
+    header, lines = table_cells(comparison.rows, comparison.baseline, stats)
     classes = ["baseline" if r.is_baseline else "failed" if not r.n else "" for r in comparison.rows]
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in comparison.notes)
-    what = "mean over seeds of each run's last-100-training-episode return ± SE; Welch t-test p-value"
-    return f"<h2>Results</h2><p class='notes'>{what}</p>{_table(header, lines, classes)}<ul class='notes'>{notes}</ul>"
+    missing = [] if results_stats.rliable_installed() else [results_stats.MISSING_NOTE]
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in comparison.notes + missing)
+    what = results_stats.CAPTION.format(last=100, reps=results_stats.REPS) + " p vs baseline: Welch t-test."
+    profiles = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for path in results_stats.plot_profiles(comparison.rows, Path(scratch)):
+            profiles.append(f"<figure>{_img(path.read_bytes(), 'image/png', 'performance profile')}</figure>")
+    table = _table(header, lines, classes)
+    return f"<h2>Results</h2><p class='notes'>{html.escape(what)}</p>{table}<ul class='notes'>{notes}</ul>" + "".join(
+        profiles
+    )
 
 
 def _curves(comparison: Comparison) -> tuple[str, int]:

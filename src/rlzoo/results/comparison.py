@@ -18,7 +18,9 @@ import numpy as np
 from scipy import stats
 
 from rlzoo.errors import ConfigError
+from rlzoo.results import stats as results_stats
 from rlzoo.results.runs import UNFINISHED, Group, RunResult, failure, find_runs, group_runs, read_run
+from rlzoo.results.stats import RowStats
 
 AUTO = "auto"
 TRAINING_KEYS = {"algo", "env", "srl_model"}
@@ -258,17 +260,23 @@ def _baseline_notes(rows: Sequence[Row], baseline: str | None) -> list[str]:
 
 
 SUCCESS = "test success"
-TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "return (mean ± SE)")
+TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "train return (mean ± SE)")
 
 
-def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], list[list[str]]]:
-    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike. A ``test
-    success`` column (mean ``test/success_rate`` of the group's finished runs) appears when a group reports one; the
-    p column reads ``baseline`` only for a baseline row that another row is compared with, ``—`` where there is none."""
+def table_cells(
+    rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike; with
+    ``stats`` (:func:`rlzoo.results.stats.row_stats` of the rows) the test return, IQM and P(improvement) too. A
+    ``test success`` column (mean ``test/success_rate`` of the group's finished runs) appears when a group reports
+    one; the p column reads ``baseline`` only for a baseline row that another row is compared with, ``—`` where there
+    is none."""
     successes = any(not math.isnan(r.group.success_rate) for r in rows)
-    header = [*TABLE_HEADER, *([SUCCESS] if successes else []), *([f"p vs {baseline}"] if baseline is not None else [])]
+    header = [*TABLE_HEADER, *([SUCCESS] if successes else [])]
+    header += results_stats.header_cells(baseline) if stats is not None else []
+    header += [f"p vs {baseline}"] if baseline is not None else []
     compared = _compared_baselines(rows, baseline)
-    lines = []
+    lines: list[list[str]] = []
     for r in rows:
         group = r.group
         line = [
@@ -282,6 +290,8 @@ def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], l
         ]
         if successes:
             line.append("—" if math.isnan(group.success_rate) else f"{group.success_rate:.0%}")
+        if stats is not None:
+            line += results_stats.row_cells(stats[len(lines)], baseline, r.is_baseline)
         if baseline is not None:
             line.append("baseline" if any(r is b for b in compared) else _p_value(r.p_value))
         lines.append(line)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -53,6 +54,7 @@ class LossContext:
     action_dim: int  # number of discrete actions, or size of a continuous action
     ground_truth_dim: int
     positive_reward_fraction: float
+    mean_image: np.ndarray | None = None  # (H, W, 3) float in [0, 1]: the mean of the training frames
 
 
 class SRLLoss(nn.Module):
@@ -97,16 +99,55 @@ def _pair(states: Tensor, next_states: Tensor) -> Tensor:
 
 
 class Reconstruction(SRLLoss):
-    """Auto-encoder: per-pixel MSE of o_t and o_t+1 decoded from their states."""
+    """Auto-encoder: per-pixel MSE of o_t and o_t+1 decoded from their states.
 
-    def __init__(self, context: LossContext, weight: float = 1.0, dims: list[int | None] | None = None) -> None:
+    Small moving objects (a target of a few pixels at 64²) weigh little in a plain per-pixel MSE, so the state can
+    leave them out at almost no cost. With ``foreground_weight`` w > 0, a pixel that differs from the mean training
+    image by more than ``foreground_threshold`` (largest channel difference, in [0, 1]) weighs 1 + w instead of 1;
+    the loss is the weighted mean.
+
+    :param foreground_weight: extra weight of the pixels that differ from the mean image (0: plain MSE).
+    :param foreground_threshold: the channel difference from the mean image that makes a pixel foreground.
+    """
+
+    def __init__(
+        self,
+        context: LossContext,
+        weight: float = 1.0,
+        dims: list[int | None] | None = None,
+        foreground_weight: float = 0.0,
+        foreground_threshold: float = 0.1,
+    ) -> None:
         super().__init__(context, weight, dims)
         height, width, _ = context.image_shape
         self.decoder = ImageDecoder(self.size, height, width, context.channels)
+        if foreground_weight < 0 or not 0.0 <= foreground_threshold < 1.0:
+            raise ConfigError(
+                f"{type(self).__name__}: foreground_weight={foreground_weight!r} must be ≥ 0 and "
+                f"foreground_threshold={foreground_threshold!r} in [0, 1)"
+            )
+        if foreground_weight > 0 and context.mean_image is None:
+            raise ConfigError(f"{type(self).__name__}: foreground_weight needs the mean image of the training frames")
+        self.foreground_weight, self.foreground_threshold = float(foreground_weight), float(foreground_threshold)
+        self.mean_image: Tensor
+        mean = np.zeros((height, width, 3)) if context.mean_image is None else context.mean_image
+        self.register_buffer("mean_image", torch.as_tensor(mean, dtype=torch.float32).permute(2, 0, 1)[None])
+
+    def pixel_weights(self, clean: Tensor) -> Tensor:
+        """``(N, 1, H, W)``: 1 + ``foreground_weight`` where a pixel differs from the mean image, else 1."""
+        foreground = (clean - self.mean_image).abs().amax(dim=1, keepdim=True) > self.foreground_threshold
+        return 1.0 + self.foreground_weight * foreground.float()
+
+    def pixel_loss(self, decoded: Tensor, clean: Tensor) -> Tensor:
+        """The (foreground-weighted) mean squared error of decoded images against the clean ones."""
+        if self.foreground_weight == 0:
+            return F.mse_loss(decoded, clean)
+        weights = self.pixel_weights(clean)
+        return ((decoded - clean).pow(2) * weights).sum() / (weights.sum() * clean.shape[1])
 
     def forward(self, batch: Batch, encoded: Encoded, encoder: ImageEncoder) -> Tensor:
         decoded = self.decoder(self.part(torch.cat([encoded.states, encoded.next_states])))
-        return F.mse_loss(decoded, torch.cat([batch.obs, batch.next_obs]))
+        return self.pixel_loss(decoded, torch.cat([batch.obs, batch.next_obs]))
 
 
 class Denoising(Reconstruction):
@@ -127,20 +168,28 @@ class Denoising(Reconstruction):
         clean = torch.cat([batch.obs, batch.next_obs])
         keep = torch.rand_like(clean[:, :1]) >= self.occlusion
         decoded = self.decoder(self.part(encoder(clean * keep)))
-        return F.mse_loss(decoded, clean)
+        return self.pixel_loss(decoded, clean)
 
 
 class VariationalReconstruction(Reconstruction):
     """β-VAE: the state slice is the posterior mean, a linear head on the encoder's features gives its log-variance;
     reconstruction of a sample plus β times the KL divergence to N(0, I), both summed and divided by the pixels.
+    With ``foreground_weight`` w, the squared error of a foreground pixel counts 1 + w times (see
+    :class:`Reconstruction`).
 
     :param beta: weight of the KL term (β = 1: the VAE).
     """
 
     def __init__(
-        self, context: LossContext, weight: float = 1.0, dims: list[int | None] | None = None, beta: float = 1.0
+        self,
+        context: LossContext,
+        weight: float = 1.0,
+        dims: list[int | None] | None = None,
+        beta: float = 1.0,
+        foreground_weight: float = 0.0,
+        foreground_threshold: float = 0.1,
     ) -> None:
-        super().__init__(context, weight, dims)
+        super().__init__(context, weight, dims, foreground_weight, foreground_threshold)
         if beta < 0:
             raise ConfigError(f"VariationalReconstruction: beta={beta!r} must be ≥ 0")
         self.beta = beta
@@ -151,7 +200,8 @@ class VariationalReconstruction(Reconstruction):
         log_var = self.log_var(torch.cat([encoded.features, encoded.next_features])).clamp(-10.0, 10.0)
         sample = mean + torch.randn_like(mean) * torch.exp(0.5 * log_var)
         clean = torch.cat([batch.obs, batch.next_obs])
-        squared = F.mse_loss(self.decoder(sample), clean, reduction="sum")
+        squared = (self.decoder(sample) - clean).pow(2)
+        squared = (squared * self.pixel_weights(clean)).sum() if self.foreground_weight > 0 else squared.sum()
         kl = -0.5 * torch.sum(1 + log_var - mean.pow(2) - log_var.exp())
         return (squared + self.beta * kl) / clean.numel()
 

@@ -47,6 +47,32 @@ def gtc(states: np.ndarray, ground_truth: np.ndarray) -> np.ndarray:
     return np.clip(result, 0.0, 1.0)
 
 
+def linear_probe(states: np.ndarray, ground_truth: np.ndarray, episodes: np.ndarray, folds: int = 5) -> np.ndarray:
+    """How linearly the states hold each ground-truth dimension, whichever state dimensions carry it (GTC looks at one
+    dimension at a time): the Pearson correlation of cross-validated ridge predictions with the ground truth, the
+    folds split by episode (a target seen in training is never predicted).
+
+    :param episodes: ``(N,)`` episode index of every frame.
+    :return: ``(G,)`` correlations; NaN for a constant dimension or fewer than 2 episodes.
+    """
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+
+    n_groups = len(np.unique(episodes))
+    if n_groups < 2:
+        return np.full(ground_truth.shape[1], np.nan)
+    model = RidgeCV(alphas=np.logspace(-2, 3, 6))
+    predicted = cross_val_predict(model, states, ground_truth, groups=episodes, cv=GroupKFold(min(folds, n_groups)))
+    result = np.array([_correlation(p, g) for p, g in zip(predicted.T, ground_truth.T, strict=True)])
+    return np.clip(result, -1.0, 1.0)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
 def _standardise(values: np.ndarray) -> np.ndarray:
     std = values.std(axis=0)
     return (values - values.mean(axis=0)) / np.where(std > 0, std, np.inf)

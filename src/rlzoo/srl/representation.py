@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -11,6 +11,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlzoo.config import instantiate
 from rlzoo.errors import ConfigError
+from rlzoo.srl.augment import augment_policy_kwargs
 from rlzoo.srl.encoder import pin_encoder
 
 POLICY_FAMILIES = ("Mlp", "Cnn")
@@ -24,6 +25,7 @@ class Representation:
     :param policy_family: ``Mlp`` (vector states) or ``Cnn`` (images).
     :param envs: the envs whose constructor takes ``make_kwargs`` (``an arm env (rlzoo/Kuka*-v0)``), for messages;
         empty when any env fits.
+    :param policy_kwargs: policy keywords it adds to the algorithm's (``srl_model.augment``: a shifting CNN).
     """
 
     name: str
@@ -32,6 +34,7 @@ class Representation:
     observation_wrapper: Callable[[gym.Env], gym.Env] | None
     vec_wrapper: Callable[[VecEnv], VecEnv] | None
     envs: str = ""
+    policy_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def renders(self) -> bool:
@@ -53,6 +56,7 @@ class Representation:
             observation_wrapper=instantiate(srl_values.get("observation_wrapper")),
             vec_wrapper=instantiate(srl_values.get("vec_wrapper")),
             envs=str(srl_values.get("envs") or ""),
+            policy_kwargs=augment_policy_kwargs(srl_values.get("augment"), family),
         )
 
 

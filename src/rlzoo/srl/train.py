@@ -158,12 +158,19 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
         )  # fmt: skip
         history.write_csv(run_dir / "losses.csv")
         history.plot(run_dir / "losses.png", f"{recipe.name}: losses per epoch")
-        summary = {"best_epoch": history.best_epoch, "val_loss": history.best_val_loss, "epochs": len(history.rows)}
+        summary = {
+            "best_epoch": history.best_epoch,
+            "val_loss": history.best_val_loss,
+            "epochs": len(history.rows),
+            "stopped_early": history.stopped_early,
+        }
     train_seconds = time.perf_counter() - started
 
     frames = val_pairs  # the first frames of the held-out pairs
     states = _states(module.eval(), dataset.images[frames], device)
     result = _measure(states, ground_truth[frames], names, knn_k, seed)
+    probe = metrics.linear_probe(states, ground_truth[frames], np.cumsum(dataset.episode_starts)[frames])
+    result |= {f"srl/probe/{name}": float(value) for name, value in zip(names, probe, strict=True)}
     metrics.plot_states(run_dir / "states.png", states, ground_truth[frames], names, f"{recipe.name} states")
     result |= {f"srl/{k}": float(v) for k, v in summary.items()}
     result |= {"srl/train_pairs": float(len(train_pairs)), "srl/val_frames": float(len(frames))}
@@ -198,6 +205,7 @@ def _build_losses(recipe: Recipe, dataset: Dataset, train_pairs: np.ndarray, gro
         action_dim=int(dataset.actions.max()) + 1 if discrete else int(dataset.actions.shape[1]),
         ground_truth_dim=int(ground_truth.shape[1]),
         positive_reward_fraction=float(np.mean(dataset.rewards[train_pairs] > 0)),
+        mean_image=_mean_image(dataset.images, train_pairs),
     )
     built: dict[str, SRLLoss] = {}
     for name, node in recipe.losses.items():
@@ -211,6 +219,12 @@ def _build_losses(recipe: Recipe, dataset: Dataset, train_pairs: np.ndarray, gro
             raise ConfigError(f"srl_model.losses.{name}: {type(loss).__name__} is not an rlzoo.srl.losses loss")
         built[name] = loss
     return Losses(built)
+
+
+def _mean_image(images: np.ndarray, frames: np.ndarray, limit: int = 2000) -> np.ndarray:
+    """The mean of (at most ``limit``, evenly spaced) training frames as ``(H, W, 3)`` floats in [0, 1]."""
+    chosen = frames[np.linspace(0, len(frames) - 1, min(limit, len(frames))).astype(int)]
+    return images[chosen].mean(axis=0, dtype=np.float64) / 255.0
 
 
 def _fit_pca(images: np.ndarray, state_dim: int, seed: int) -> PCAEncoder:

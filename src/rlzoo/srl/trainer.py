@@ -21,11 +21,15 @@ from rlzoo.srl.networks import ImageEncoder, images_to_tensor
 
 @dataclass(frozen=True)
 class TrainingSettings:
-    """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs)."""
+    """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs).
+
+    ``patience``: stop when the validation loss has not improved for this many epochs (None: run every epoch).
+    """
 
     epochs: int = field(metadata=at_least(1))
     batch_size: int = field(metadata=at_least(1))
     learning_rate: float = 0.005
+    patience: int | None = field(default=None, metadata=at_least(1))
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> TrainingSettings:
@@ -63,6 +67,7 @@ class History:
 
     rows: list[dict[str, float]]
     best_epoch: int
+    stopped_early: bool = False  # stopped by the validation loss (patience), not by the epoch count
 
     @property
     def best_val_loss(self) -> float:
@@ -132,7 +137,8 @@ def fit(
     progress_bar: bool = True,
 ) -> History:
     """Train ``encoder`` and the losses' heads on ``train_pairs`` (frame indices t of pairs (t, t + 1)); keep the
-    encoder weights of the epoch with the lowest validation loss (loaded into ``encoder`` at the end)."""
+    encoder weights of the epoch with the lowest validation loss (loaded into ``encoder`` at the end); with
+    ``settings.patience``, stop once that many epochs in a row have not improved on it."""
     parameters = [*encoder.parameters(), *losses.parameters()]
     optimizer = torch.optim.Adam(parameters, lr=settings.learning_rate)
     rng = np.random.default_rng(seed)
@@ -157,9 +163,11 @@ def fit(
             rows.append(row)
             if best is None or row["val/total"] < best[0]:
                 best = (row["val/total"], epoch, copy.deepcopy(encoder.state_dict()))
+            if settings.patience is not None and epoch - best[1] >= settings.patience:
+                break
     assert best is not None
     encoder.load_state_dict(best[2])
-    return History(rows, best[1])
+    return History(rows, best[1], stopped_early=len(rows) < settings.epochs)
 
 
 def evaluate(

@@ -22,6 +22,7 @@ from rlzoo.hardware import Hardware
 from rlzoo.loggers.live_plot import VisdomSettings
 from rlzoo.loggers.outputs import WandbSettings, check_formats, check_wandb_online
 from rlzoo.rundir import RunDir
+from rlzoo.srl.augment import merge_policy_kwargs
 from rlzoo.srl.representation import Representation, pin_representation
 from rlzoo.training.budget import check_budget
 from rlzoo.training.finetune import InitPoint, find_init_point
@@ -87,6 +88,7 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     spec = spec.with_kwargs(**fit_action_type(spec.kwargs, factory.algo_class))
     values["srl_model"] = pin_representation(values["srl_model"], spec.id)
     representation = Representation.from_values(values["srl_model"])
+    factory = dataclasses.replace(factory, kwargs=merge_policy_kwargs(factory.kwargs, representation.policy_kwargs))
     check_env(spec, representation)
     spec, observing = observe(spec, representation, settings.normalize)  # recorded: env.observation, normalize
     settings = dataclasses.replace(settings, normalize=observing.normalize)

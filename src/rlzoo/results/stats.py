@@ -1,0 +1,233 @@
+"""Aggregate statistics of the results table with rliable (Agarwal et al., 2021, "Deep RL at the edge of the
+statistical precipice"): per row, the interquartile mean (IQM) of its per-seed scores with a 95 % stratified bootstrap
+CI, the probability of improvement over the baseline row with its CI, the test return (mean ± SE over seeds), and a
+performance profile per env and budget.
+
+rliable is the optional extra ``stats`` (``pip install -e ".[stats]"``); without it the rliable cells stay empty and
+:data:`MISSING_NOTE` says how to fill them. The scores are the table's own (one per seed, see
+:func:`rlzoo.results.comparison.seed_scores`); with one env the stratified bootstrap resamples seeds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from rlzoo.results.runs import Group
+
+
+class Row(Protocol):
+    """What the statistics read of a table row (:class:`rlzoo.results.comparison.Row`, which imports this module)."""
+
+    @property
+    def group(self) -> Group: ...
+
+    @property
+    def budget(self) -> int: ...
+
+    @property
+    def scores(self) -> tuple[float, ...]: ...
+
+    @property
+    def seeds(self) -> tuple[int, ...]: ...
+
+    @property
+    def is_baseline(self) -> bool: ...
+
+    @property
+    def n(self) -> int: ...
+
+
+REPS = 2000  # bootstrap resamples
+CONFIDENCE = 0.95
+TEST_KEY = "test/mean_return"  # metrics.json of a finished run
+MISSING_NOTE = 'IQM, its CI and P(improvement) need rliable: pip install -e ".[stats]"'
+CSV_HEADER = (
+    "test_mean", "test_se", "test_seeds", "iqm", "iqm_ci_low", "iqm_ci_high",
+    "p_improvement", "p_improvement_ci_low", "p_improvement_ci_high",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """The rliable statistics and the test return of one row (NaN where undefined)."""
+
+    test_scores: tuple[float, ...] = ()
+    iqm: float = math.nan
+    iqm_ci: tuple[float, float] = (math.nan, math.nan)
+    improvement: float = math.nan  # P(a seed of this row scores above a seed of the baseline row)
+    improvement_ci: tuple[float, float] = (math.nan, math.nan)
+
+    @property
+    def test_mean(self) -> float:
+        return float(np.mean(self.test_scores)) if self.test_scores else math.nan
+
+    @property
+    def test_se(self) -> float:
+        n = len(self.test_scores)
+        return float(np.std(self.test_scores, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+
+
+def rliable_installed() -> bool:
+    """Whether the ``stats`` extra (rliable) can be imported."""
+    return importlib.util.find_spec("rliable") is not None
+
+
+def test_scores(row: Row) -> tuple[float, ...]:
+    """One test return per seed of ``row`` (the mean over its finished runs with that seed)."""
+    by_seed: dict[int, list[float]] = defaultdict(list)
+    for run in row.group.scored_runs:
+        metrics = Path(run.path) / "metrics.json"
+        if run.seed in row.seeds and metrics.is_file():
+            value = json.loads(metrics.read_text()).get(TEST_KEY)
+            if value is not None and not math.isnan(float(value)):
+                by_seed[run.seed].append(float(value))
+    return tuple(float(np.mean(by_seed[seed])) for seed in sorted(by_seed))
+
+
+def _baseline_of(row: Row, rows: Sequence[Row], baseline: str | None) -> Row | None:
+    """The one baseline row with the same env and budget (and algorithm, or srl_model for an algorithm baseline)."""
+    if baseline is None or row.is_baseline:
+        return None
+    by_algo = not any(r.group.srl_model == baseline for r in rows)
+
+    def key(r: Row) -> tuple[Any, ...]:
+        same = (r.group.srl_model, r.group.srl_variant) if by_algo else (r.group.algo, r.group.variant)
+        return (r.group.env, r.budget, *same)
+
+    matches = [r for r in rows if r.is_baseline and r.n and key(r) == key(row)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _interval(
+    scores: dict[str, list[np.ndarray]], func: Callable[..., np.ndarray], seed: int, reps: int
+) -> tuple[float, tuple[float, float]]:
+    from rliable import library as rly
+
+    with warnings.catch_warnings():  # arch 7 warns that rliable's random_state keyword is deprecated
+        warnings.simplefilter("ignore", FutureWarning)
+        points, intervals = rly.get_interval_estimates(
+            scores, func, reps=reps, confidence_interval_size=CONFIDENCE, random_state=np.random.RandomState(seed)
+        )
+    point, interval = points["x"], intervals["x"]
+    return float(point[0]), (float(interval[0][0]), float(interval[1][0]))
+
+
+def row_stats(rows: Sequence[Row], baseline: str | None, reps: int = REPS, seed: int = 0) -> list[RowStats]:
+    """The statistics of every row, in order (only the test return when rliable is missing)."""
+    installed = rliable_installed()
+    if installed:
+        from rliable import metrics
+    result = []
+    for row in rows:
+        tests = test_scores(row)
+        if not installed or not row.n:
+            result.append(RowStats(tests))
+            continue
+        column = np.asarray(row.scores, dtype=float)[:, None]  # (seeds, one task)
+        iqm, iqm_ci = _interval({"x": [column]}, lambda x: np.array([metrics.aggregate_iqm(x)]), seed, reps)
+        improvement, improvement_ci = math.nan, (math.nan, math.nan)
+        other = _baseline_of(row, rows, baseline)
+        if other is not None:
+            base = np.asarray(other.scores, dtype=float)[:, None]
+            improvement, improvement_ci = _interval(
+                {"x": [column, base]},
+                lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),
+                seed,
+                reps,
+            )
+        result.append(RowStats(tests, iqm, iqm_ci, improvement, improvement_ci))
+    return result
+
+
+def _number(value: float, digits: int = 1) -> str:
+    return "—" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def header_cells(baseline: str | None) -> list[str]:
+    """The columns the statistics add to the results table."""
+    return [
+        "test return (mean ± SE)",
+        "IQM [95 % CI]",
+        *([f"P(> {baseline}) [95 % CI]"] if baseline is not None else []),
+    ]
+
+
+def row_cells(stats: RowStats, baseline: str | None, is_baseline: bool) -> list[str]:
+    """One row's cells under :func:`header_cells`."""
+    low, high = stats.iqm_ci
+    cells = [
+        f"{_number(stats.test_mean)} ± {_number(stats.test_se)}",
+        "—" if math.isnan(stats.iqm) else f"{stats.iqm:.1f} [{low:.1f}, {high:.1f}]",
+    ]
+    if baseline is not None:
+        p_low, p_high = stats.improvement_ci
+        value = f"{stats.improvement:.2f} [{p_low:.2f}, {p_high:.2f}]"
+        cells.append("baseline" if is_baseline else "—" if math.isnan(stats.improvement) else value)
+    return cells
+
+
+def csv_cells(stats: RowStats) -> list[Any]:
+    """One row's values under :data:`CSV_HEADER` (empty where undefined)."""
+    values = [stats.test_mean, stats.test_se, None, stats.iqm, *stats.iqm_ci, stats.improvement, *stats.improvement_ci]
+    cells: list[Any] = ["" if v is None or math.isnan(v) else f"{v:.6g}" for v in values]
+    cells[2] = len(stats.test_scores)
+    return cells
+
+
+CAPTION = (
+    "train return: each seed's mean over its last {last} training episodes at the budget; test return: each seed's "
+    "mean over its test episodes after training; mean ± SE over seeds. IQM: interquartile mean of the seeds' train "
+    "returns, 95 % stratified bootstrap CI ({reps} resamples, rliable); P(> baseline): probability that a seed "
+    "scores above a seed of the baseline (rliable's probability of improvement), with its 95 % CI."
+)
+
+
+def plot_profiles(rows: Sequence[Row], folder: Path, reps: int = REPS, seed: int = 0) -> list[Path]:
+    """One performance-profile figure (fraction of seeds with a train return above τ, 95 % CI bands) per env at
+    its largest budget: ``performance_profile_<env>.png`` in ``folder``; none without rliable."""
+    if not rliable_installed():
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rliable import library as rly
+    from rliable import plot_utils
+
+    paths = []
+    for env in sorted({r.group.env for r in rows if r.n}):
+        budget = max(r.budget for r in rows if r.n and r.group.env == env)
+        chosen = [r for r in rows if r.n and r.group.env == env and r.budget == budget]
+        scores = {r.group.label: np.asarray(r.scores, dtype=float)[:, None] for r in chosen}
+        every = np.concatenate([s.ravel() for s in scores.values()])
+        taus = np.linspace(every.min() - 1e-6, every.max() + 1e-6, 101)
+        np.random.seed(seed)  # create_performance_profile draws from numpy's global generator
+        profiles, cis = rly.create_performance_profile(scores, taus, reps=reps)
+        figure, axis = plt.subplots(figsize=(7, 4.5))
+        plot_utils.plot_performance_profiles(
+            profiles, taus, performance_profile_cis=cis, ax=axis, xlabel=r"train return $\tau$",
+            ylabel=r"fraction of seeds with return $> \tau$",
+        )  # fmt: skip
+        axis.set_title(f"{env} at {budget:,} steps", fontsize=10)
+        axis.legend(fontsize=7, loc="lower left")
+        figure.tight_layout()
+        path = folder / f"performance_profile_{_file_name(env)}.png"
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def _file_name(env: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in env)

@@ -1,0 +1,86 @@
+"""Options of encoder training for small objects: foreground-weighted reconstruction, early stopping (patience)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rlzoo.errors import ConfigError
+from rlzoo.srl import losses, metrics
+from rlzoo.srl.networks import ImageEncoder
+from srl_helpers import make_dataset, make_encoder
+
+SIZE = 16
+
+
+def _context(mean_image: np.ndarray | None) -> losses.LossContext:
+    encoder = ImageEncoder(SIZE, SIZE, 4, channels=4)
+    return losses.LossContext(
+        state_dim=4, feature_dim=encoder.feature_dim, image_shape=(SIZE, SIZE, 3), channels=4, n_actions=4,
+        action_dim=4, ground_truth_dim=2, positive_reward_fraction=0.5, mean_image=mean_image,
+    )  # fmt: skip
+
+
+def test_foreground_pixels_weigh_more() -> None:
+    grey = np.full((SIZE, SIZE, 3), 0.5)
+    clean = torch.full((2, 3, SIZE, SIZE), 0.5)
+    clean[:, :, 3, 4] = 1.0  # a one-pixel target, far from the mean image
+    decoded = torch.full_like(clean, 0.5)  # a reconstruction that leaves the target out
+    plain = losses.Reconstruction(_context(grey)).pixel_loss(decoded, clean)
+    weighted = losses.Reconstruction(_context(grey), foreground_weight=9.0).pixel_loss(decoded, clean)
+    pixels = SIZE * SIZE
+    assert float(plain) == pytest.approx(0.25 / pixels)
+    assert float(weighted) == pytest.approx(10 * 0.25 / (pixels - 1 + 10))  # weights 1 + 9 on the target pixel
+    assert float(weighted) > 9 * float(plain)
+    assert float(losses.Reconstruction(_context(grey), foreground_weight=9.0).pixel_loss(clean, clean)) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "mean_image", "message"),
+    [
+        ({"foreground_weight": -1.0}, np.zeros((SIZE, SIZE, 3)), "foreground_weight=-1.0 must be ≥ 0"),
+        ({"foreground_threshold": 1.0}, np.zeros((SIZE, SIZE, 3)), "foreground_threshold=1.0 in"),
+        ({"foreground_weight": 5.0}, None, "needs the mean image"),
+    ],
+)
+def test_bad_foreground_options(kwargs: dict[str, float], mean_image: np.ndarray | None, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        losses.Reconstruction(_context(mean_image), **kwargs)
+
+
+def test_patience_stops_by_validation_and_the_weighted_loss_trains(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "data")
+    # A zero-weight loss never improves on its first epoch: patience 2 stops after epoch 3 of 20.
+    frozen = ["srl_model.losses.ground_truth.weight=0", "srl_model.training.epochs=20"]
+    frozen.append("+srl_model.training.patience=2")
+    metrics = make_encoder(tmp_path / "supervised", dataset, "supervised", frozen)
+    assert metrics["srl/epochs"] == 3 and metrics["srl/best_epoch"] == 1 and metrics["srl/stopped_early"] == 1
+    assert json.loads((tmp_path / "supervised" / "encoder.json").read_text())["stopped_early"] is True
+    weighted = ["+srl_model.losses.reconstruction.foreground_weight=10", "srl_model.training.epochs=2"]
+    metrics = make_encoder(tmp_path / "splits", dataset, "srl_splits", weighted)
+    assert metrics["srl/epochs"] == 2 and metrics["srl/stopped_early"] == 0
+
+
+def test_the_vae_weighs_foreground_pixels_too() -> None:
+    grey = np.full((SIZE, SIZE, 3), 0.5)
+    vae = losses.VariationalReconstruction(_context(grey), beta=1.0, foreground_weight=9.0)
+    clean = torch.full((2, 3, SIZE, SIZE), 0.5)
+    clean[:, :, 3, 4] = 1.0
+    weights = vae.pixel_weights(clean)
+    assert weights.shape == (2, 1, SIZE, SIZE) and float(weights.sum()) == 2 * (SIZE * SIZE + 9)
+
+
+def test_linear_probe_sees_what_gtc_misses() -> None:
+    rng = np.random.default_rng(0)
+    episodes = np.repeat(np.arange(20), 30)
+    target = rng.uniform(0, 4, (20, 2))[episodes]  # constant within an episode, as MobileRobot's target
+    mixed = np.hstack([target, rng.normal(size=(600, 6))]) @ rng.normal(size=(8, 8))  # spread over every dimension
+    probe = metrics.linear_probe(mixed, target, episodes)
+    assert np.all(probe > 0.95) and np.all(metrics.gtc(mixed, target) < probe)
+    noise = metrics.linear_probe(rng.normal(size=(600, 8)), target, episodes)
+    assert np.all(noise < 0.5)
+    assert np.isnan(metrics.linear_probe(mixed, target, np.zeros(600))).all()  # one episode: nothing held out
