@@ -106,7 +106,7 @@ def compose_config(
         overrides = [*overrides, f"run_dir={Path(run_dir).resolve()}"]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
+        cfg = compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
         previous = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(cfg)  # lets ${hydra:...} interpolations resolve as on the CLI
         try:
