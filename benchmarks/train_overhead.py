@@ -5,10 +5,13 @@ the same number of evaluation episodes (``--episodes``, default 20):
 
 * ``rlzoo``: ``python -m rlzoo.train algo=ppo env=CartPole seed=0 test_episodes=N`` (tuned pair ppo_CartPole,
   1 torch thread), N test episodes after training;
-* ``bare``:  a minimal SB3 script with the same hyperparameters, default torch threads, ``evaluate_policy`` for N
-  episodes after training;
-* ``zoo``:   ``python -m rl_zoo3.train --algo ppo --env CartPole-v1 --seed 0``, evaluating 4 times during training
-  with N/4 episodes each.
+* ``bare``:  a minimal SB3 script with the same hyperparameters, one torch thread, ``evaluate_policy`` for N
+  episodes after training (on its 8 training envs);
+* ``zoo``:   ``python -m rl_zoo3.train --algo ppo --env CartPole-v1 --seed 0 --num-threads 1``, evaluating 4 times
+  during training with N/4 episodes each.
+
+All three use one torch thread, so that the ratios compare the code, not how torch's threads meet the machine's
+load (with default threads, bare SB3 took 1,200 s instead of ~25 s once on a loaded 2-core machine).
 
 Measured per run: wall seconds and CPU seconds (user + sys of the child, from ``os.wait4``). Runs alternate
 rlzoo, bare, zoo, rlzoo, ... for ``--repeats`` rounds; medians, ratios and a table are printed and all raw timings
@@ -39,6 +42,8 @@ ZOO_EVALUATIONS = 4  # rl-zoo3 evaluates every 25k of 100k steps
 
 BARE_SB3 = """
 import sys
+import torch
+torch.set_num_threads(1)
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -84,7 +89,7 @@ def command(variant: str, workdir: Path, steps: int, episodes: int) -> list[str]
     eval_freq, eval_episodes = zoo_eval_args(steps, episodes)
     return [
         sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "CartPole-v1", "--seed", "0",
-        "-f", str(workdir / "logs"), "-n", str(steps), "--eval-freq", str(eval_freq),
+        "--num-threads", "1", "-f", str(workdir / "logs"), "-n", str(steps), "--eval-freq", str(eval_freq),
         "--eval-episodes", str(eval_episodes), "--n-eval-envs", "1", "--save-freq", "-1", "-tb", "",
     ]  # fmt: skip
 
@@ -181,6 +186,7 @@ def main() -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="train_overhead_logs_"))
     print(f"logs in {log_dir}", flush=True)
 
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     runs: list[dict[str, Any]] = []
     for repeat in range(args.repeats):
         for variant in VARIANTS:
@@ -193,7 +199,11 @@ def main() -> None:
             )
 
     summary = summarise(runs)
-    print(f"\nPPO CartPole-v1, {args.steps} steps, {args.episodes} eval episodes, medians of {args.repeats}:")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"\nPPO CartPole-v1, {args.steps} steps, {args.episodes} eval episodes, medians of {args.repeats}, one "
+        f"torch thread each, {os.cpu_count()} cores, load average at the end {load} (start {load_start}):"
+    )
     print(f"{'variant':8s} {'wall s':>8s} {'cpu s':>8s} {'user s':>8s}")
     for v in VARIANTS:
         m = summary["medians"][v]

@@ -10,6 +10,7 @@ import pytest
 import torch
 from omegaconf import DictConfig
 
+from extras import require_extras_of
 from rlzoo.config import compose_config
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -84,3 +85,19 @@ def compose(tmp_path: Path) -> Compose:
         return compose_config(list(overrides), run_dir=run_dir or tmp_path / "run")
 
     return _compose
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A parametrised test whose parameters name an option of a missing extra skips with the ``pip install`` that
+    fixes it (fails under ``CI=true``): ``tests/extras.py``."""
+    require_extras_of(item)
+
+
+SLOW_TIMEOUT_S = 7200  # a slow learning check trains for minutes to an hour on 2 cores; the fast tests get pyproject's
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow learning checks get :data:`SLOW_TIMEOUT_S` instead of the fast tests' per-test timeout."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))

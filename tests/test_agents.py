@@ -129,7 +129,7 @@ def run_test_episodes_by_hand(agent: TestAgent, env_id: str, seed: int, episodes
     env = gym.make(env_id, render_mode="rgb_array" if pixels else None)
     returns = []
     for episode in range(episodes):
-        observation, _ = env.reset(seed=seed if episode == 0 else None)  # as SB3 seeds a vec env: once
+        observation, _ = env.reset(seed=seed + episode)  # test episode i is seeded seed + i
         state, total = State(env.render() if pixels else observation), 0.0
         while not state.done:
             observation, reward, terminated, truncated, _ = env.step(agent.act(state))

@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from rlzoo.any_env.spec import EnvSpec
 from rlzoo.config import compose_config
 from rlzoo.errors import ConfigError
+from rlzoo.srl.collection import EpisodeTask, RandomPolicy, collect_frames
 from rlzoo.srl.dataset import find_dataset, load_dataset
 from rlzoo.train import train
 from srl_helpers import make_dataset
@@ -57,6 +62,30 @@ def test_workers_do_not_change_the_dataset_and_latest_finds_it(tmp_path: Path, m
         assert np.array_equal(getattr(serial, name), getattr(parallel, name)), name
     monkeypatch.chdir(tmp_path)
     assert find_dataset("latest") == (tmp_path / "outputs" / "b").resolve()
+
+
+@dataclass(frozen=True)
+class FailingPolicy:
+    """A policy that raises in the worker that runs it (picklable: spawned workers import this module)."""
+
+    def __call__(self, info: dict[str, Any], action_space: gym.Space, rng: np.random.Generator) -> Any:
+        raise RuntimeError("policy failed in a worker")
+
+
+def _cartpole_task(policy: Any) -> Any:
+    spec = EnvSpec.from_values({"id": "CartPole-v1"})
+    return lambda index: EpisodeTask(spec, 8, FailingPolicy() if index == 1 else policy, index, 20)
+
+
+def test_worker_pool_shuts_down_on_a_worker_error_and_an_early_stop() -> None:
+    """A worker's exception reaches the caller and the pool shuts down; stopping after one episode (the generator
+    closed with a round still queued) returns at once instead of waiting on the pool."""
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="policy failed in a worker"):
+        collect_frames(_cartpole_task(RandomPolicy()), n_samples=1000, n_workers=2)
+    frames, episodes = collect_frames(_cartpole_task(RandomPolicy()), n_samples=5, n_workers=2)
+    assert (len(frames), episodes) == (5, 1)
+    assert time.perf_counter() - started < 60
 
 
 def test_toward_target_reaches_the_target_more_often(tmp_path: Path) -> None:

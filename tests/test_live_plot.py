@@ -20,7 +20,7 @@ from rlzoo.results.runs import read_run
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
-require_extra("visdom", "report")
+require_extra("visdom", "live")
 
 RUN = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], "total_timesteps=640", "checkpoint_freq=0", "test_episodes=1",
        "verbose=0", "logger=visdom", "logger.visdom.flush_seconds=0"]  # fmt: skip

@@ -51,7 +51,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def chromium() -> Iterator[Any]:
     """Debian's headless Chromium through its chromedriver (no download: both are found on PATH)."""
-    require_extra("selenium", "report")
+    require_extra("selenium", "dev")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

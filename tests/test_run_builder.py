@@ -58,14 +58,16 @@ def test_train_leaves_its_config_unchanged(compose: Compose) -> None:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        (["n_envs=1"], 2),
-        (["n_envs=8"], 9),
-        (["n_envs=8", "vec_env=batched"], 9),
-        (["n_envs=1", "srl_model=raw_pixels", "srl_model.height=40", "srl_model.width=40", "normalize=false"], 2),
+        (["n_envs=1"], 1 + 2),
+        (["n_envs=8"], 8 + 2),
+        (["n_envs=8", "vec_env=batched"], 8 + 2),
+        (["n_envs=1", "srl_model=raw_pixels", "srl_model.height=40", "srl_model.width=40", "normalize=false"], 1 + 2),
+        (["n_envs=1", "test_envs=1"], 1 + 1),
     ],
-    ids=["one-env", "eight-envs", "batched", "raw-pixels"],
+    ids=["one-env", "eight-envs", "batched", "raw-pixels", "one-test-env"],
 )
-def test_train_builds_n_envs_and_one_test_env(overrides: list[str], expected: int, compose: Compose) -> None:
+def test_train_builds_n_envs_and_test_envs(overrides: list[str], expected: int, compose: Compose) -> None:
+    """``n_envs`` training envs and min(test_envs, test_episodes) test envs (TINY_RUN: 2 test episodes)."""
     cfg = compose(["algo=ppo", "env=MobileRobot", "+env.max_steps=16", *TINY_PPO, "algo.n_steps=8", *overrides])
     with counting_make() as calls:
         train(cfg)

@@ -55,7 +55,34 @@ def _wandb_group() -> str:
     return f"{choices.get('algo')}_{choices.get('env')}_{choices.get('srl_model')}"
 
 
+def _help_groups(config_name: str) -> str:
+    """``${rlzoo.help_groups:train}``: the groups an entrypoint's defaults list names, one line each with their options
+    (``--help``; Hydra's own list would show every group under ``conf/``, also those only other entrypoints accept)."""
+    entry_config = OmegaConf.load(CONFIG_DIR / f"{config_name}.yaml")
+    defaults = entry_config.get("defaults", []) if isinstance(entry_config, DictConfig) else []
+    groups = [str(next(iter(entry))).split()[-1] for entry in defaults if isinstance(entry, DictConfig)]
+    lines = []
+    for group in groups:
+        options = sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml"))
+        lines.append(f"{group}: {', '.join(options)}")
+    return "\n".join(lines)
+
+
+# Env options that take any id (env.id=...): a run is named after the id, not after the option.
+ANY_ID_ENVS = ("gym", "atari", "pettingzoo")
+
+
+def _env_name(option: str, env_id: Any = None) -> str:
+    """``${rlzoo.env_name:<env option>,<env id>}``: the env part of a run dir's name: the option (``CartPole``), or
+    for ``env=gym`` / ``env=atari`` the id as a folder name (``Taxi-v4``, ``ALE-Breakout-v5``)."""
+    if option in ANY_ID_ENVS and env_id:
+        return str(env_id).replace("/", "-")
+    return option
+
+
 OmegaConf.register_new_resolver("rlzoo.wandb_group", _wandb_group, replace=True)
+OmegaConf.register_new_resolver("rlzoo.env_name", _env_name, replace=True)
+OmegaConf.register_new_resolver("rlzoo.help_groups", _help_groups, replace=True)
 
 
 def instantiate(config: Any, **kwargs: Any) -> Any:

@@ -194,7 +194,7 @@ def _with(settings: EnjoySettings, **changes: Any) -> EnjoySettings:
 def _title(loaded: LoadedRun) -> str:
     model = "final model" if loaded.checkpoint is None else f"checkpoint {loaded.checkpoint}"
     model = "best evaluated model" if loaded.best else model
-    return f"{type(loaded.model).__name__} on {loaded.spec.id}, {loaded.representation.name}, {model}"
+    return f"{type(loaded.model).__name__} on {loaded.spec.id}, {loaded.observations}, {model}"
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="enjoy", version_base="1.3")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import traceback
 from collections.abc import Sequence
@@ -248,6 +249,8 @@ class RunDir:
         final = self.checkpoint(steps)
         self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
+        # mkdtemp makes an owner-only folder: give it the mode of the folders around it (the user's umask)
+        staging.chmod(stat.S_IMODE(self.checkpoints_dir.stat().st_mode))
         try:
             save_model(staging, model, normalizer)
             if state is not None:

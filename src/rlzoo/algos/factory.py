@@ -22,6 +22,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from typeguard import TypeCheckError, check_type
 
 from rlzoo.algos import jax_backend
+from rlzoo.algos.constraints import check_constraints, describe_hint
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
 from rlzoo.signature import coerce_yaml
@@ -149,9 +150,10 @@ def _check_kwargs(algo_class: type, kwargs: dict[str, Any]) -> dict[str, Any]:
             try:
                 check_type(value, hint)
             except TypeCheckError as error:
+                detail = str(error)  # typeguard's reason, when it fits on the one line
                 raise ConfigError(
                     f"algo.{key}={value!r} has the wrong type for {algo_class.__name__}: expected "
-                    f"{_describe(hint)} ({error})"
+                    f"{describe_hint(hint)}" + (f" ({detail})" if "\n" not in detail else "")
                 ) from None
         checked[key] = value
     return checked
@@ -167,10 +169,6 @@ def _type_hint(parameter: inspect.Parameter | None) -> Any:
     hint = parameter.annotation
     # A string annotation (postponed evaluation) is not checked rather than evaluated.
     return None if isinstance(hint, str) else hint
-
-
-def _describe(hint: Any) -> str:
-    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
 def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
@@ -197,6 +195,7 @@ def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
             f"allowed: {', '.join(algo_class.policy_aliases)}"
         )
     checked = _check_kwargs(algo_class, kwargs)
+    check_constraints(checked)  # counts ≥ 1, discounts in [0, 1] ...: what SB3 only trips over inside learn()
     check_ranges = getattr(algo_class, "check_keywords", None)  # rlzoo's own algorithms: ranges and combinations
     if callable(check_ranges):
         check_ranges(**checked)

@@ -9,6 +9,16 @@ from rlzoo.errors import ConfigError
 from rlzoo.schema import at_least, parse
 
 ObservationMode = Literal["auto", "native", "flatten", "image"]
+IMAGES = "images"  # how tables and titles name an env's own image observations
+
+
+def observation_label(srl_model: str, mode: str | None) -> str:
+    """How a run's observations are named in titles and tables: its ``srl_model``, except ``ground_truth`` (the env's
+    own observation) on an env whose observations are images (Atari, CarRacing), which is named ``images``.
+
+    :param mode: the run's recorded ``env.observation`` (``native``, ``flatten``, ``image``; None: unknown).
+    """
+    return IMAGES if srl_model == "ground_truth" and mode == "image" else srl_model
 
 
 @dataclass(frozen=True)

@@ -103,3 +103,22 @@ class StepCap(gym.Wrapper):
                 self._warned = True
             truncated = True
         return observation, reward, terminated, truncated, info
+
+
+class EpisodeSeeds(gym.Wrapper):
+    """Seed every episode: a reset with ``seed=s`` starts the sequence ``s, s + stride, s + 2 stride, ...`` that the
+    following resets without a seed take. Env ``rank`` of ``n`` test envs (``stride=n``, first seed ``seed + rank``)
+    then plays episodes ``rank, rank + n, ...`` of the one-env sequence ``seed, seed + 1, ...``: the episodes are the
+    same however many envs play them."""
+
+    def __init__(self, env: gym.Env, stride: int = 1) -> None:
+        super().__init__(env)
+        self.stride = stride
+        self._next: int | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if seed is not None:
+            self._next = seed
+        if self._next is not None:
+            seed, self._next = self._next, self._next + self.stride
+        return self.env.reset(seed=seed, options=options)

@@ -16,6 +16,7 @@ metrics are on disk all the same).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 import subprocess
@@ -31,8 +32,15 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import KVWriter
 
+from rlzoo.errors import ConfigError
 from rlzoo.schema import at_least, parse
 
+# The [live] extra as the README installs it: visdom 0.2.4 (the last for Python 3.11) is an sdist whose setup.py
+# imports pkg_resources, so it is built without isolation, with a setuptools that still has it.
+INSTALL = (
+    'pip install "setuptools<81" wheel && pip install --no-build-isolation "visdom>=0.2.4,<0.3" '
+    '&& pip install -e ".[live]"'
+)
 EPISODE_WINDOWS = ("episode_reward", "episode_reward_smoothed", "episode_reward_per_episode")
 # The server of `python -m visdom.server` without its start-up download of JS files (which fails offline): the HTTP
 # API works without them; the page needs them, so they are fetched first where the network allows.
@@ -61,7 +69,11 @@ class VisdomSettings:
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> VisdomSettings:
-        return parse(cls, values, prefix="logger.visdom.")
+        """The checked ``logger.visdom`` keys; one line naming the install when visdom is missing."""
+        settings = parse(cls, values, prefix="logger.visdom.")
+        if importlib.util.find_spec("visdom") is None:
+            raise ConfigError(f"logger=visdom needs the [live] extra (visdom), which is not installed: {INSTALL}")
+        return settings
 
 
 def visdom_env_name(run_dir: Path) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import netrc
 import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
@@ -14,6 +17,9 @@ from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 
 FORMATS = ("stdout", "csv", "tensorboard")
+WANDB_HOST = "https://api.wandb.ai"
+CONNECT_TIMEOUT_S = 5.0  # reaching the W&B server, checked with the plan
+INIT_TIMEOUT_S = 15.0  # wandb.init online (W&B's own default: 90 s)
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,45 @@ def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) ->
         dir=str(run.path),
         config={**config, **comparison_columns(config)},
         reinit="create_new",
+        settings=wandb.Settings(init_timeout=INIT_TIMEOUT_S),
     )
+
+
+def check_wandb_online(settings: WandbSettings) -> None:
+    """With ``mode=online``, fail in one line before the run dir exists when W&B has no credentials here or its
+    server cannot be reached within :data:`CONNECT_TIMEOUT_S` (a run never falls back to offline by itself: the user
+    asked for a live run; ``logger.wandb.mode=offline`` and ``wandb sync`` later is the way without network).
+
+    Credentials are what ``wandb.init`` reads: ``WANDB_API_KEY``, ``WANDB_IDENTITY_TOKEN_FILE``, or the entry that
+    ``wandb login`` writes into ``~/.netrc`` (``NETRC`` elsewhere) for the server (``WANDB_BASE_URL``).
+    """
+    if settings.mode != "online":
+        return
+    url = os.environ.get("WANDB_BASE_URL", WANDB_HOST).rstrip("/")
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    offline = "or use logger.wandb.mode=offline and `wandb sync <run dir>/wandb` later"
+    if not _has_wandb_credentials(host):
+        raise ConfigError(
+            f"logger.wandb.mode=online needs W&B credentials (WANDB_API_KEY or `wandb login`) for {url}; {offline}"
+        )
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise ConfigError(
+            f"logger.wandb.mode=online cannot reach {url} within {CONNECT_TIMEOUT_S:g} s ({error}); {offline}"
+        ) from None
+
+
+def _has_wandb_credentials(host: str) -> bool:
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return True
+    path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+    try:
+        return netrc.netrc(path).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
 
 
 def check_formats(formats: Sequence[str], verbose: int) -> list[str]:

@@ -20,6 +20,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 import rlzoo  # noqa: F401  (registers the rlzoo/ env ids a run may use)
+from rlzoo.any_env.options import observation_label
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir
@@ -123,6 +124,11 @@ class LoadedRun:
         return self.plan.representation
 
     @property
+    def observations(self) -> str:
+        """The representation as titles name it: ``images`` for the env's own image observations (Atari ...)."""
+        return observation_label(self.representation.name, self.plan.spec.options.observation)
+
+    @property
     def label(self) -> str:
         """``final``, ``best`` or ``checkpoint_<steps>`` (used to name replay outputs)."""
         if self.best:
@@ -173,7 +179,7 @@ def describe(loaded: LoadedRun) -> dict[str, Any]:
         "checkpoint": loaded.label,
         "algo": type(loaded.model).__name__,
         "env": loaded.spec.id,
-        "srl_model": loaded.representation.name,
+        "srl_model": loaded.observations,
         "steps": int(loaded.model.num_timesteps),
     }
 

@@ -274,7 +274,7 @@ def table_cells(rows: Sequence[Row], baseline: str | None) -> tuple[list[str], l
         line = [
             group.env,
             group.algo_name + (f" ({', '.join(group.variant)})" if group.variant else ""),
-            group.srl_model + (f" ({', '.join(group.srl_variant)})" if group.srl_variant else ""),
+            group.observations + (f" ({', '.join(group.srl_variant)})" if group.srl_variant else ""),
             f"{r.budget:,}" if r.n else "—",
             str(r.n),
             r.runs_label,

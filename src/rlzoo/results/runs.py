@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.any_env.options import observation_label
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir
 
 # Config keys that do not make runs different experiments (prefixes end with a dot).
 IGNORED_KEYS = (
     "seed", "run_dir", "total_timesteps", "total_episodes", "verbose", "progress_bar", "checkpoint_freq",
-    "test_episodes", "max_test_steps", "deterministic_test", "vec_env", "resume", "hardware.", "logger.",
+    "test_episodes", "test_envs", "max_test_steps", "deterministic_test", "vec_env", "resume", "hardware.", "logger.",
     "srl_model.checkpoint",
     "srl_model.vec_wrapper.checkpoint",
 )  # fmt: skip
@@ -120,9 +121,15 @@ class Group:
         return self.algo.rsplit(".", 1)[-1]
 
     @property
+    def observations(self) -> str:
+        """The srl_model as tables name it: ``images`` for the env's own image observations (Atari ...)."""
+        modes = {OmegaConf.select(run.config, "env.observation") for run in self.runs}
+        return observation_label(self.srl_model, modes.pop() if len(modes) == 1 else None)
+
+    @property
     def label(self) -> str:
         extra = ", ".join(self.variant + self.srl_variant)
-        return f"{self.algo_name} / {self.srl_model}" + (f" ({extra})" if extra else "")
+        return f"{self.algo_name} / {self.observations}" + (f" ({extra})" if extra else "")
 
     @property
     def scored_runs(self) -> list[RunResult]:

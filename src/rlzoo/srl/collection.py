@@ -5,7 +5,9 @@ reward, the episode start, the ground truth and the target. Episodes run in para
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -184,27 +186,42 @@ def collect_frames(
     """
     frames = Frames()
     episodes = 0
-    for result in _episodes(make_task, n_workers):
-        if len(result) == 0:
-            raise ConfigError("the env ended an episode before its first step; no frame could be collected")
-        frames.extend(result, n_samples - len(frames))
-        episodes += 1
-        if on_episode is not None:
-            on_episode(len(frames))
-        if len(frames) >= n_samples or episodes == max_episodes:
-            break
+    # closing(): the worker pool shuts down here, on a break or an error, not whenever the generator is collected.
+    with closing(_episodes(make_task, n_workers)) as results:
+        for result in results:
+            if len(result) == 0:
+                raise ConfigError("the env ended an episode before its first step; no frame could be collected")
+            frames.extend(result, n_samples - len(frames))
+            episodes += 1
+            if on_episode is not None:
+                on_episode(len(frames))
+            if len(frames) >= n_samples or episodes == max_episodes:
+                break
     return frames, episodes
 
 
-def _episodes(make_task: Callable[[int], EpisodeTask], n_workers: int) -> Iterator[Frames]:
-    """Episode results in index order: in this process (``n_workers`` ≤ 1) or in rounds over a worker pool."""
+def _episodes(make_task: Callable[[int], EpisodeTask], n_workers: int) -> Generator[Frames, None, None]:
+    """Episode results in index order: in this process (``n_workers`` ≤ 1) or in rounds over a worker pool.
+
+    The pool is a :class:`~concurrent.futures.ProcessPoolExecutor` (spawned workers), not a ``multiprocessing.Pool``:
+    ``Pool.terminate`` can deadlock joining its task thread when workers die with tasks still queued (seen here as a
+    15-minute stall). Whatever ends the iteration (the last episode, a worker's exception, KeyboardInterrupt, the
+    generator closed early), the episodes not yet started are cancelled and the running ones finish, so the shutdown
+    waits at most one episode per worker; a worker that dies fails the others' futures instead of hanging them.
+    """
     index = 0
     if n_workers <= 1:
         while True:
             yield run_episode(make_task(index))
             index += 1
-    with multiprocessing.get_context("spawn").Pool(n_workers) as pool:
+    pool = ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
         while True:
-            round_tasks = [make_task(index + i) for i in range(2 * n_workers)]
-            yield from pool.imap(run_episode, round_tasks)
+            round_tasks: list[Future[Frames]] = [
+                pool.submit(run_episode, make_task(index + i)) for i in range(2 * n_workers)
+            ]
+            for future in round_tasks:
+                yield future.result()
             index += len(round_tasks)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

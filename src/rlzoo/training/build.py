@@ -2,7 +2,7 @@
 
 ``train``, presets and agents, replay (``load_run``/``enjoy``), collection with an agent and the benchmarks all build
 through :class:`RunBuilder`; nothing else calls ``gymnasium.make`` for a run. It makes exactly the envs asked for:
-``n_envs`` training envs, one test env, one bare env for an agent's spaces.
+``n_envs`` training envs, ``test_envs`` test envs, one bare env for an agent's spaces.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from rlzoo.algos.factory import check_action_space
 from rlzoo.any_env import making
 from rlzoo.any_env.spec import EnvSpec
-from rlzoo.any_env.wrappers import StepCap
+from rlzoo.any_env.wrappers import EpisodeSeeds, StepCap
 from rlzoo.envs.mobile_robot_batched import BatchedMobileRobot
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir
@@ -63,11 +63,14 @@ def _env_maker(
     render_mode: str | None,
     training: bool = False,
     step_cap: int | None = None,
+    episode_seeds: int | None = None,
 ) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         env = make_env(spec, representation, render_mode, training=training)
         if step_cap is not None:
             env = StepCap(env, step_cap)
+        if episode_seeds is not None:
+            env = EpisodeSeeds(env, episode_seeds)
         env.action_space.seed(seed)
         return env
 
@@ -136,6 +139,7 @@ def vec_env(
     training: bool = False,
     step_cap: int | None = None,
     normalization: FrozenNormalization | None = None,
+    seed_episodes: bool = False,
 ) -> VecEnv:
     """``n_envs`` envs (env ``rank`` seeded ``seed + rank`` at its first reset) with the representation applied
     (:func:`represent`).
@@ -144,13 +148,19 @@ def vec_env(
     :param training: training envs (Atari: life-loss episodes and clipped rewards); else test or replay envs.
     :param step_cap: end episodes after this many steps, with a warning (test and replay envs without a step limit).
     :param normalization: frozen observation statistics (test and replay envs).
+    :param seed_episodes: seed every episode, not only the first (test and replay envs): env ``rank``'s episode ``k``
+        is seeded ``seed + rank + k * n_envs``, so that episode ``i`` of the envs taken in turn is seeded ``seed + i``
+        whatever ``n_envs`` is (:class:`~rlzoo.any_env.wrappers.EpisodeSeeds`; not for ``batched``).
     """
     stack = spec.options.frame_stack
     if kind == "batched":
         return represent(
             _batched(spec, representation, n_envs, seed), representation, stack, normalization=normalization
         )
-    makers = [_env_maker(spec, representation, seed + rank, render_mode, training, step_cap) for rank in range(n_envs)]
+    stride = n_envs if seed_episodes else None
+    makers = [
+        _env_maker(spec, representation, seed + rank, render_mode, training, step_cap, stride) for rank in range(n_envs)
+    ]
     venv = represent(makers, representation, stack, kind=kind, normalization=normalization)
     venv.seed(seed)
     return venv
@@ -219,15 +229,21 @@ class RunBuilder:
         return init_model(model, plan.init_point, normalizer) if plan.init_point is not None else model
 
     def test_env(
-        self, normalization: FrozenNormalization | None, seed: int | None = None, render_mode: str | None = None
+        self,
+        normalization: FrozenNormalization | None,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        n_envs: int = 1,
     ) -> VecEnv:
-        """One env for test episodes or replay, with the frozen ``normalization`` (seed: the run's test seed); an env
-        without a step limit ends its episodes at ``max_test_steps``."""
+        """``n_envs`` envs for test episodes or replay, with the frozen ``normalization``; an env without a step limit
+        ends its episodes at ``max_test_steps``. Episode ``i`` (in the order of
+        :func:`~rlzoo.training.episodes.play_episodes`) is seeded ``seed + i`` (seed: the run's test seed), so the
+        episodes do not depend on ``n_envs``."""
         seed = self.plan.settings.seed + TEST_SEED_OFFSET if seed is None else seed
         cap = making.step_cap(self.plan.spec, self.plan.settings.max_test_steps)
         return vec_env(
-            self.plan.spec, self.plan.representation, 1, seed, render_mode=render_mode, step_cap=cap,
-            normalization=normalization,
+            self.plan.spec, self.plan.representation, n_envs, seed, render_mode=render_mode, step_cap=cap,
+            normalization=normalization, seed_episodes=True,
         )  # fmt: skip
 
     def check_action_space(self) -> None:

@@ -1,7 +1,10 @@
 """The one episode runner: test episodes after training, replay (``rlzoo.enjoy``) and collection with an agent.
 
-Episodes are played one after the other on a one-env vec env built by the run builder (representation and frozen
-normalisation applied), with learning off; a :class:`Recorder` sees every step, for videos and plots.
+Episodes are played on a vec env built by the run builder (representation and frozen normalisation applied), with
+learning off. With ``n`` envs, env ``j`` plays episodes ``j, j + n, j + 2n, ...`` and the results come back in
+episode order: with the builder's episode seeds (:meth:`rlzoo.training.build.RunBuilder.test_env`) a deterministic
+policy gets the same results on one env as on ``n``, in ``1/n`` of the policy calls. A :class:`Recorder` sees every
+step of a one-env run, for videos and plots.
 """
 
 from __future__ import annotations
@@ -48,35 +51,67 @@ def play_episodes(
     deterministic: bool = True,
     recorder: Recorder | None = None,
 ) -> list[EpisodeResult]:
-    """Play ``episodes`` complete episodes with ``model`` on the single env of ``venv``.
+    """Play ``episodes`` complete episodes with ``model`` on the envs of ``venv`` (env ``j`` of ``n``: episodes
+    ``j, j + n, ...``; a freshly built ``venv``), in episode order.
 
     Recurrent policies get their hidden state carried and reset at episode starts.
+
+    :param recorder: sees every step (a one-env ``venv`` only).
     """
-    if venv.num_envs != 1:
-        raise ValueError(f"episodes are played on a one-env vec env, got {venv.num_envs} envs")
-    results: list[EpisodeResult] = []
+    if recorder is not None and venv.num_envs != 1:
+        raise ValueError(f"a recorder follows one env, got {venv.num_envs} envs")
+    runner = _Episodes(venv.num_envs, episodes, recorder)
     observation: Any = venv.reset()
-    hidden, starts = None, np.ones((1,), dtype=bool)
-    for _ in range(episodes):
+    hidden, starts = None, np.ones((venv.num_envs,), dtype=bool)
+    runner.start(venv)
+    while not runner.finished:
         if recorder is not None:
-            recorder.start(dict(venv.unwrapped.reset_infos[0]))  # updated in place at every reset
-        total, length, done = 0.0, 0, False
-        info: dict[str, Any] = {}
-        while not done:
-            if recorder is not None:
-                recorder.before_action(venv, observation)
-            action, hidden = model.predict(observation, state=hidden, episode_start=starts, deterministic=deterministic)
-            observation, rewards, dones, infos = venv.step(action)
-            starts, done, info = dones, bool(dones[0]), infos[0]
-            total, length = total + float(rewards[0]), length + 1
-            if recorder is not None:
-                recorder.after_step(np.asarray(action[0]), float(rewards[0]), info)
-        monitored, success = info.get("episode"), info.get("is_success")
-        ret = float(monitored["r"]) if monitored else total
-        results.append(EpisodeResult(ret, length, None if success is None else bool(success)))
-        if recorder is not None:
-            recorder.finish(results[-1])
-    return results
+            recorder.before_action(venv, observation)
+        action, hidden = model.predict(observation, state=hidden, episode_start=starts, deterministic=deterministic)
+        observation, rewards, starts, infos = venv.step(action)
+        runner.step(venv, action, rewards, starts, infos)
+    return runner.results()
+
+
+class _Episodes:
+    """The returns and lengths of the episodes being played on ``n`` envs, and those that are done."""
+
+    def __init__(self, n: int, episodes: int, recorder: Recorder | None) -> None:
+        self.n, self.episodes, self.recorder = n, episodes, recorder
+        self.totals, self.lengths = np.zeros(n), np.zeros(n, dtype=int)
+        self.played = np.zeros(n, dtype=int)  # episodes each env has ended
+        self.done: dict[int, EpisodeResult] = {}
+
+    @property
+    def finished(self) -> bool:
+        return len(self.done) >= self.episodes
+
+    def start(self, venv: VecEnv) -> None:
+        if self.recorder is not None and not self.finished:
+            self.recorder.start(dict(venv.unwrapped.reset_infos[0]))  # updated in place at every reset
+
+    def step(
+        self, venv: VecEnv, action: np.ndarray, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+    ) -> None:
+        self.totals += rewards
+        self.lengths += 1
+        if self.recorder is not None:
+            self.recorder.after_step(np.asarray(action[0]), float(rewards[0]), infos[0])
+        for env in np.flatnonzero(dones):
+            index = env + self.n * self.played[env]
+            if index < self.episodes:  # an env past its share plays on until the others finish: not counted
+                monitored, success = infos[env].get("episode"), infos[env].get("is_success")
+                ret = float(monitored["r"]) if monitored else float(self.totals[env])
+                outcome = None if success is None else bool(success)
+                self.done[int(index)] = EpisodeResult(ret, int(self.lengths[env]), outcome)
+                if self.recorder is not None:
+                    self.recorder.finish(self.done[int(index)])
+                    self.start(venv)
+            self.played[env] += 1
+            self.totals[env], self.lengths[env] = 0.0, 0
+
+    def results(self) -> list[EpisodeResult]:
+        return [self.done[i] for i in range(self.episodes)]
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, float]:

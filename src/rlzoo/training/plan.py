@@ -20,7 +20,7 @@ from rlzoo.any_env.spec import EnvSpec, check_env
 from rlzoo.config import resolved_values
 from rlzoo.hardware import Hardware
 from rlzoo.loggers.live_plot import VisdomSettings
-from rlzoo.loggers.outputs import WandbSettings, check_formats
+from rlzoo.loggers.outputs import WandbSettings, check_formats, check_wandb_online
 from rlzoo.rundir import RunDir
 from rlzoo.srl.representation import Representation, pin_representation
 from rlzoo.training.budget import check_budget
@@ -103,8 +103,7 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
 def _log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:
     formats = check_formats(logger_values.get("formats", []), verbose)
     wandb, visdom = logger_values.get("wandb"), logger_values.get("visdom")
-    return LogPlan(
-        formats,
-        WandbSettings.from_values(wandb) if wandb else None,
-        VisdomSettings.from_values(visdom) if visdom else None,
-    )
+    wandb_settings = WandbSettings.from_values(wandb) if wandb else None
+    if wandb_settings is not None:
+        check_wandb_online(wandb_settings)  # credentials and the server, before the run dir exists
+    return LogPlan(formats, wandb_settings, VisdomSettings.from_values(visdom) if visdom else None)

@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecNormalize
 
-# Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be.
-NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps")
+# Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be and
+# on how many envs the test episodes run.
+NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_envs")
 # Keys a run dir written before they existed lacks: not compared when the saved config has none.
-ADDED_KEYS = ("total_episodes", "max_test_steps", "env.observation")
+ADDED_KEYS = ("total_episodes", "max_test_steps", "test_envs", "env.observation")
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
         raise ConfigError(f"resume={run_dir}: overrides conflict with the run's saved config: {'; '.join(conflicts)}")
     saved.run_dir = str(run_dir)
     saved.resume = None
-    for key in ("verbose", "progress_bar", "max_test_steps"):
+    for key in ("verbose", "progress_bar", "max_test_steps", "test_envs"):
         if any(o.split("=", 1)[0] == key for o in overrides):
             saved[key] = composed[key]
     return saved

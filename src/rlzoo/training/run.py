@@ -104,12 +104,12 @@ def _keep_best(plan: RunPlan, normalizer: VecNormalize | None) -> KeepBest:
 
 
 def _test(build: RunBuilder, model: BaseAlgorithm, normalizer: VecNormalize | None) -> dict[str, float]:
-    """Test episodes with learning off on one env of their own; their results go to ``test_returns.csv``."""
+    """Test episodes with learning off on ``test_envs`` envs of their own; their results go to ``test_returns.csv``."""
     settings = build.plan.settings
     results = []
     if settings.test_episodes:
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
-        test_env = build.test_env(frozen)
+        test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes))
         try:
             results = play_episodes(model, test_env, settings.test_episodes, deterministic=settings.deterministic_test)
         finally:

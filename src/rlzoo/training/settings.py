@@ -27,6 +27,7 @@ class RunSettings:
     eval_episodes: int = field(default=5, metadata=at_least(1))
     test_checkpoint: Literal["final", "best"] = "final"
     test_episodes: int = field(default=100, metadata=at_least(0))
+    test_envs: int = field(default=10, metadata=at_least(1))
     deterministic_test: bool = True
     max_test_steps: int = field(default=10_000, metadata=at_least(1))
     progress_bar: bool | Literal["auto"] = "auto"
