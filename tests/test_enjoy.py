@@ -127,7 +127,8 @@ def test_watch_replays_newer_models_until_the_final_one(cartpole_run: Path, tmp_
     ("damage", "checkpoint", "message"),
     [
         (None, 500, "checkpoint=500 not found in run .*; available: final, 64, 128, 192"),
-        (None, "best", "checkpoint=best: the run .* has no best model"),
+        (None, "best", "checkpoint=best: the run .* has no best model .*eval_freq > 0"),
+        (None, "newest", "checkpoint='newest'; allowed: final, latest, best or the steps of a checkpoint"),
         ("config.yaml", None, "is not a run dir \\(it has no config.yaml\\)"),
         ("model.zip", None, "has no final model.zip .*available: 64, 128, 192; choose one with checkpoint="),
         ("corrupt", None, "model.zip cannot be loaded as PPO"),

@@ -12,6 +12,7 @@ import multiprocessing
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from extras import require_extra
 from rlzoo.config import compose_config
+from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 
@@ -211,12 +213,74 @@ def test_resume_continues_numbering_and_replaces_lost_trials(tmp_path: Path) -> 
     assert again.outcomes == []
 
 
+def _params(trials: list[Any]) -> list[tuple[Any, ...]]:
+    return [tuple(sorted(t.params.items())) for t in trials]
+
+
+def test_a_killed_two_worker_study_resumes_without_repeats(tmp_path: Path) -> None:
+    """Two workers are killed (SIGKILL) while trials run; the resumed study finishes n_trials without training any
+    parameter set twice (before: resumed workers drew the seeded start-up samples again), numbered right."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    overrides = ["n_trials=6", "tune.workers=2", "tune.pruner=none", "tune.sampler=tpe"]
+    workers = [
+        context.Process(target=_worker, args=([*overrides, f"tune.worker={w}"], str(tmp_path), "launch-1", barrier))
+        for w in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    journal = tmp_path / "study" / "study.journal"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # kill once 2 trials are done and another one is training
+        time.sleep(0.2)
+        if not journal.is_file():
+            continue
+        trials = optuna.load_study(study_name="ppo_CartPole", storage=study._storage(journal)).get_trials()
+        states = [t.state.name for t in trials]
+        if states.count("COMPLETE") >= 2 and "RUNNING" in states:
+            break
+    for worker in workers:
+        worker.kill()
+        worker.join(timeout=30)
+    killed = optuna.load_study(study_name="ppo_CartPole", storage=study._storage(journal)).get_trials()
+    assert any(t.state.name == "RUNNING" for t in killed), "the workers were not killed mid-trial"
+
+    messages: list[str] = []
+    result = tune(compose_tune(tmp_path, "n_trials=6", "tune.resume=true", "tune.pruner=none"), log=messages.append)
+    trials = optuna.load_study(study_name="ppo_CartPole", storage=study._storage(journal)).get_trials()
+    finished = [t for t in trials if t.state.name == "COMPLETE"]
+    assert len(finished) == 6 and study.counted(result.study) == 6
+    assert len(set(_params(finished))) == 6, "two finished trials share their parameters"
+    positions = [m.split(": ")[-1] for m in messages if " of 6 (number " in m]
+    assert positions and all(int(p.split()[1]) <= 6 for p in positions), messages  # never "trial 7 of 6"
+    assert positions[-1].startswith("trial 6 of 6")
+    rows = read_trials(tmp_path / "study")
+    assert {row["state"] for row in rows} <= {"COMPLETE", "LOST", "DUPLICATE"}
+    assert sum(row["state"] == "COMPLETE" for row in rows) == 6
+
+
+def test_duplicates_are_skipped_and_recorded_until_the_space_is_used_up(tmp_path: Path) -> None:
+    """A space of two parameter sets (n_epochs 1 or 2): the third trial cannot be drawn without a repeat."""
+    dropped = ("batch_size", "gamma", "gae_lambda", "learning_rate", "ent_coef", "clip_range", "max_grad_norm")
+    small = [f"~search_space.algo.{key}" for key in dropped]
+    tune(compose_tune(tmp_path, "n_trials=2", "tune.pruner=none", *small), log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"samples in a row repeated them: the search space has fewer parameter sets"):
+        tune(compose_tune(tmp_path, "n_trials=3", "tune.resume=true", "tune.pruner=none", *small), log=lambda _: None)
+    rows = read_trials(tmp_path / "study")
+    complete = [row for row in rows if row["state"] == "COMPLETE"]
+    assert sorted(row["algo.n_epochs"] for row in complete) == ["1", "2"]
+    duplicates = [row for row in rows if row["state"] == "DUPLICATE"]
+    assert duplicates and all(row["error"] in ("repeats trial 0", "repeats trial 1") for row in duplicates)
+    assert not any((tmp_path / "study" / "trials" / row["number"]).exists() for row in duplicates)  # not trained
+
+
 def test_fail_lost_trials_keeps_live_workers_trials(tmp_path: Path) -> None:
     cfg = compose_tune(tmp_path, "n_trials=1", f"tune.storage={tmp_path / 'x.journal'}")
     settings = TuneSettings.from_values(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     shared = optuna.create_study(storage=study._storage(tmp_path / "x.journal"), study_name="s")
-    live = study.next_trial(shared, settings)
-    assert live is not None
+    drawn = study.next_trial(shared, settings, lambda trial: {"x": trial.suggest_float("x", 0.0, 1.0)})
+    assert drawn is not None
+    live, _ = drawn
     assert study.fail_lost_trials(shared) == []  # this process is alive and its heartbeat is fresh
     assert study.fail_lost_trials(shared, now=study.time.time() + study.STALE_AFTER_S + 1) == [live.number]
     assert study.counted(shared) == 0

@@ -65,6 +65,16 @@ def _record_job_failure(entrypoint: str, error: Exception) -> None:
     print(f"{entrypoint}: job {hydra_cfg.job.num} failed: {message}", file=sys.stderr, flush=True)
 
 
+def _check_choices() -> None:
+    """A missing option of an optional group (``algo_env=tuned/<name>``) fails like any bad input."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from rlzoo.config import check_chosen_options
+
+    if HydraConfig.initialized():
+        check_chosen_options(HydraConfig.get())
+
+
 def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a Hydra ``main``: a :class:`ConfigError` (or :class:`RunFailure`) exits with
     ``<entrypoint>: error: <message>``; a command that fails before writing leaves no output dir.
@@ -77,6 +87,7 @@ def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Call
         @functools.wraps(function)
         def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
+                _check_choices()
                 return function(*args, **kwargs)
             except Exception as error:
                 if in_multirun():

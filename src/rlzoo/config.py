@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,22 @@ def _find_config_dir() -> Path:
 
 
 CONFIG_DIR = _find_config_dir()
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The user config folder (on Hydra's search path after CONFIG_DIR, by hydra_plugins/rlzoo_user_config): the user's own
+# options of rlzoo's groups, such as the tuned pairs rlzoo.tune exports (algo_env/tuned/<name>.yaml).
+USER_CONFIG_ENV = "RLZOO_CONF"
+USER_CONFIG_DEFAULT = "rlzoo_conf"
+
+
+def user_config_dir() -> Path:
+    """The user config folder: ``$RLZOO_CONF``, or ``rlzoo_conf/`` in the working directory (beside ``outputs/``)."""
+    return Path(os.environ.get(USER_CONFIG_ENV) or USER_CONFIG_DEFAULT).expanduser().resolve()
+
+
+def inside_package(path: Path) -> bool:
+    """Whether ``path`` lies in rlzoo's installed package or its ``conf/`` (where rlzoo never writes)."""
+    resolved = path.resolve()
+    return any(resolved == root or root in resolved.parents for root in (PACKAGE_DIR, CONFIG_DIR))
 
 
 def _wandb_group() -> str:
@@ -75,26 +92,52 @@ def instantiate(config: Any, **kwargs: Any) -> Any:
     return hydra.utils.instantiate(config, _convert_="all", **kwargs)
 
 
+OPTIONAL_GROUPS = ("algo_env",)  # ``optional`` in the defaults: Hydra skips a missing option without a word
+
+
+def check_chosen_options(hydra_cfg: Any) -> None:
+    """An option of an optional group named on the command line (``algo_env=tuned/<name>``) must exist in a config
+    folder of the search path; Hydra itself would go on without it.
+
+    :param hydra_cfg: the ``hydra`` node (``HydraConfig.get()``, or a composed config's ``hydra``).
+    :raise ConfigError: naming the option and the folders searched.
+    """
+    folders = [Path(s.path) for s in hydra_cfg.runtime.config_sources if s.schema == "file"]
+    for override in hydra_cfg.overrides.task:
+        key, _, value = str(override).partition("=")
+        group = key.lstrip("+~")
+        if group not in OPTIONAL_GROUPS or not value or value == "null":
+            continue
+        if not any((folder / group / f"{value}.yaml").is_file() for folder in folders):
+            raise ConfigError(
+                f"{group}={value}: no {group}/{value}.yaml in the config folders searched "
+                f"({', '.join(map(str, folders))}); rlzoo.tune exports a study's best pair to the user config folder "
+                f"({USER_CONFIG_DEFAULT}/ in the working directory, or ${USER_CONFIG_ENV})"
+            )
+
+
 def compose_config(
     overrides: Sequence[str] = (),
     *,
-    run_dir: str | Path,
+    run_dir: str | Path | None,
     config_name: str = "train",
     config_dir: Path = CONFIG_DIR,
 ) -> DictConfig:
     """Compose the same config as ``python -m rlzoo.train <overrides>``, resolved, for a run writing to ``run_dir``.
 
     :param overrides: Hydra command-line overrides, e.g. ``["algo=dqn", "seed=3"]``.
-    :param run_dir: the run directory (Hydra's output dir on the CLI).
+    :param run_dir: the run directory (Hydra's output dir on the CLI); None for configs without one.
     :return: the resolved config, without the ``hydra`` node.
     """
-    overrides = [*overrides, f"run_dir={Path(run_dir).resolve()}"]
+    if run_dir is not None:  # None: a config without run_dir (enjoy, plot, report ...)
+        overrides = [*overrides, f"run_dir={Path(run_dir).resolve()}"]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        cfg = compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
+        cfg = compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
         previous = HydraConfig.instance().cfg
         HydraConfig.instance().set_config(cfg)  # lets ${hydra:...} interpolations resolve as on the CLI
         try:
+            check_chosen_options(cfg.hydra)
             with open_dict(cfg):
                 del cfg["hydra"]
             OmegaConf.resolve(cfg)

@@ -22,11 +22,11 @@ import optuna
 import yaml
 from optuna.trial import FrozenTrial, TrialState
 
-from rlzoo.config import CONFIG_DIR
+from rlzoo.config import user_config_dir
 from rlzoo.files import atomic_write_text
 from rlzoo.tune.settings import TuneSettings
 from rlzoo.tune.space import SearchSpace, lookup, with_values
-from rlzoo.tune.study import LOST
+from rlzoo.tune.study import DUPLICATE, LOST
 from rlzoo.tune.trial import CONFIG, ERROR, RUN_DIR, STEPS
 
 TRIALS_CSV = "trials.csv"
@@ -41,7 +41,8 @@ def tuned_pair_path(root: Path, name: str) -> Path:
 
 
 def pair_usage(settings: TuneSettings, train_command: str) -> str:
-    """``train_command`` using the study's tuned pair (from the study folder when it was not exported)."""
+    """``train_command`` using the study's tuned pair (exported: from the user config folder, which is on Hydra's
+    search path; else from the study folder)."""
     search_path = "" if settings.export else f" 'hydra.searchpath=[file://{settings.study_dir / 'conf'}]'"
     return f"{train_command}{search_path} algo_env=tuned/{settings.name}"
 
@@ -76,8 +77,8 @@ def write_outputs(
         if best is not None:
             text = tuned_pair(best, trials, settings, base, usage)
             pairs.append(tuned_pair_path(settings.study_dir / "conf", settings.name))
-            if settings.export:
-                pairs.append(tuned_pair_path(CONFIG_DIR, settings.name))
+            if settings.export:  # the user config folder, on Hydra's search path (never rlzoo's own conf/)
+                pairs.append(tuned_pair_path(user_config_dir(), settings.name))
             for path in pairs:
                 atomic_write_text(path, text)
         written, skipped = write_plots(study, settings.study_dir / PLOTS) if plots else ([], [])
@@ -109,8 +110,11 @@ def trials_table(trials: Sequence[FrozenTrial], space: SearchSpace) -> str:
         last = t.intermediate_values[max(t.intermediate_values)] if t.intermediate_values else None
         seconds = round(t.duration.total_seconds(), 1) if t.duration is not None else None
         values = [t.params.get(p) if p in named else config.get(p) for p in paths]
-        state = "LOST" if LOST in t.user_attrs else t.state.name
-        error = t.user_attrs.get(ERROR) or t.user_attrs.get(LOST) or ""
+        state = "LOST" if LOST in t.user_attrs else "DUPLICATE" if DUPLICATE in t.user_attrs else t.state.name
+        twin = t.user_attrs.get(DUPLICATE)
+        error = (
+            t.user_attrs.get(ERROR) or t.user_attrs.get(LOST) or (f"repeats trial {twin}" if twin is not None else "")
+        )
         row = [t.number, state, t.value, last, t.user_attrs.get(STEPS), seconds, *values, t.user_attrs.get(RUN_DIR)]
         writer.writerow([_cell(v) for v in row] + [error])
     return stream.getvalue()

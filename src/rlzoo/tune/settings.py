@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rlzoo.config import CONFIG_DIR, PACKAGE_DIR, USER_CONFIG_ENV, inside_package, user_config_dir
 from rlzoo.errors import ConfigError
 from rlzoo.schema import at_least, check_value, parse
 
@@ -95,8 +96,23 @@ class TuneSettings(TuneKeys):
                 f"tune.storage={self.storage} must end in {STORAGE_SUFFIX}: an Optuna journal file (it works on a "
                 "shared filesystem without a server)"
             )
+        self._check_outside_package()
         if self.journal.parent != self.study_dir and not self.journal.parent.is_dir():
             raise ConfigError(
                 f"tune.storage={self.storage}: its folder {self.journal.parent} does not exist; create it first (a "
                 "folder every worker can reach), or leave tune.storage out to keep the journal in tune.dir"
+            )
+
+    def _check_outside_package(self) -> None:
+        """rlzoo never writes into its installed package: not the study, not the exported pair."""
+        for key, path in (("tune.dir", self.study_dir), ("tune.storage", self.journal)):
+            if inside_package(path):
+                raise ConfigError(
+                    f"{key}={path} lies inside rlzoo's package ({PACKAGE_DIR} or {CONFIG_DIR}); rlzoo never writes "
+                    "there: choose a folder outside it"
+                )
+        if self.export and inside_package(user_config_dir()):
+            raise ConfigError(
+                f"tune.export=true would write the tuned pair into {user_config_dir()}, inside rlzoo's package; set "
+                f"{USER_CONFIG_ENV} to a folder of your own (or tune.export=false: the pair stays in tune.dir)"
             )

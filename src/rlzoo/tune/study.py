@@ -13,7 +13,7 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,9 @@ from rlzoo.tune.settings import TuneSettings
 STUDY_FILE = "study.json"
 # Trial user attributes.
 WORKER, HEARTBEAT, LOST = "worker", "heartbeat", "lost"
+DUPLICATE = "duplicate_of"  # a sample that repeated the parameters of this trial: not trained, not counted
+# Samples in a row that may repeat earlier trials before a worker gives up (the search space is used up).
+MAX_DUPLICATES = 100
 # A running trial whose worker has not written for this long is taken as lost (its worker was killed).
 STALE_AFTER_S = 600.0
 # Study user attribute: what the workers started by one command share; written last when a study is created.
@@ -99,11 +102,12 @@ def open_study(settings: TuneSettings, record: StudyRecord, launch: str) -> optu
             )
     settings.study_dir.mkdir(parents=True, exist_ok=True)
     _write_study_file(settings)
+    storage = _storage(settings.journal)
     study = optuna.create_study(
-        storage=_storage(settings.journal),
+        storage=storage,
         study_name=settings.name,
         direction="maximize",
-        sampler=make_sampler(settings),
+        sampler=make_sampler(settings, _trials_held(storage, settings.name) if stored else 0),
         pruner=make_pruner(settings),
         load_if_exists=True,
     )
@@ -111,6 +115,11 @@ def open_study(settings: TuneSettings, record: StudyRecord, launch: str) -> optu
         for key, value in {"base": record.base, "space": record.space, LAUNCH: launch}.items():
             study.set_user_attr(key, value)
     return study
+
+
+def _trials_held(storage: JournalStorage, name: str) -> int:
+    """The trials a study holds now (every state), for seeding a resumed or joining worker's sampler."""
+    return len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
 
 
 def _storage(journal: Path) -> JournalStorage:
@@ -163,10 +172,12 @@ def _write_study_file(settings: TuneSettings) -> None:
         path.write_text(json.dumps({"name": settings.name, "storage": settings.storage}, indent=1) + "\n")
 
 
-def make_sampler(settings: TuneSettings) -> optuna.samplers.BaseSampler:
+def make_sampler(settings: TuneSettings, held: int = 0) -> optuna.samplers.BaseSampler:
     """Seeded TPE (multivariate, grouped for conditional entries; a constant liar with parallel workers), or random.
-    Worker ``w`` seeds with ``seed + w``, so parallel workers do not draw the same startup trials."""
-    seed = settings.seed + settings.worker
+    Worker ``w`` seeds with ``seed + w``, so parallel workers do not draw the same startup trials; a worker that
+    resumes or joins a study holding ``held`` trials seeds from that too, so that it does not draw the start-up samples
+    of the workers before it again (:func:`next_trial` still skips any repeat)."""
+    seed = settings.seed + settings.worker + 7919 * held
     if settings.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     with warnings.catch_warnings():
@@ -194,14 +205,20 @@ def make_pruner(settings: TuneSettings) -> optuna.pruners.BasePruner:
 
 
 def counted(study: optuna.Study) -> int:
-    """The trials ``n_trials`` counts: every trial but those lost with a stopped worker."""
-    return sum(1 for t in study.get_trials(deepcopy=False) if LOST not in t.user_attrs)
+    """The trials ``n_trials`` counts: every trial but those lost with a stopped worker and skipped duplicates."""
+    return sum(
+        1 for t in study.get_trials(deepcopy=False) if LOST not in t.user_attrs and DUPLICATE not in t.user_attrs
+    )
 
 
 @contextmanager
 def _ask_lock(journal: Path) -> Iterator[None]:
-    """Serialise "count, then ask" across workers, so that a study never exceeds ``n_trials``."""
-    lock = JournalFileSymlinkLock(str(journal.with_suffix(".ask")))
+    """Serialise "count, ask, sample, compare" across workers, so that a study never exceeds ``n_trials`` and two
+    workers never train the same parameters."""
+    target = journal.with_suffix(".ask")
+    if not target.exists():  # the lock's target: its age lets a lock left by a killed worker go after 30 s
+        target.touch()
+    lock = JournalFileSymlinkLock(str(target))
     lock.acquire()
     try:
         yield
@@ -209,15 +226,44 @@ def _ask_lock(journal: Path) -> Iterator[None]:
         lock.release()
 
 
-def next_trial(study: optuna.Study, settings: TuneSettings) -> optuna.Trial | None:
-    """A new trial, or None once the study holds ``n_trials``; the trial records its worker and a heartbeat."""
+def twin_of(study: optuna.Study, trial: optuna.Trial) -> int | None:
+    """The number of a trial the study holds (finished, running or failed; not lost, not a duplicate) with exactly
+    ``trial``'s parameters, or None."""
+    params = trial.params
+    for other in study.get_trials(deepcopy=False):
+        skipped = {LOST, DUPLICATE} & set(other.user_attrs)
+        if other.number != trial.number and not skipped and other.params == params:
+            return other.number
+    return None
+
+
+def next_trial(
+    study: optuna.Study, settings: TuneSettings, sample: Callable[[optuna.Trial], dict[str, Any]]
+) -> tuple[optuna.Trial, dict[str, Any]] | None:
+    """A new trial and its sampled values, or None once the study holds ``n_trials``; the trial records its worker
+    and a heartbeat. A sample that repeats the parameters of a trial the study holds is not trained: it is recorded
+    as a duplicate of that trial (failed, not counted) and another is drawn.
+
+    :raise ConfigError: :data:`MAX_DUPLICATES` samples in a row repeated earlier trials (the space is used up).
+    """
     with _ask_lock(settings.journal):
-        if counted(study) >= settings.n_trials:
-            return None
-        trial = study.ask()
-    trial.set_user_attr(WORKER, {"host": socket.gethostname(), "pid": os.getpid()})
-    trial.set_user_attr(HEARTBEAT, time.time())
-    return trial
+        for _ in range(MAX_DUPLICATES):
+            if counted(study) >= settings.n_trials:
+                return None
+            trial = study.ask()
+            trial.set_user_attr(WORKER, {"host": socket.gethostname(), "pid": os.getpid()})  # at once: a live trial
+            trial.set_user_attr(HEARTBEAT, time.time())
+            values = sample(trial)
+            twin = twin_of(study, trial)
+            if twin is None:
+                return trial, values
+            trial.set_user_attr(DUPLICATE, twin)
+            study.tell(trial, state=TrialState.FAIL)
+    raise ConfigError(
+        f"the study {settings.name!r} holds {counted(study)} trials and {MAX_DUPLICATES} samples in a row repeated "
+        f"them: the search space has fewer parameter sets than n_trials={settings.n_trials}; lower n_trials or widen "
+        "the search space"
+    )
 
 
 def fail_lost_trials(study: optuna.Study, now: float | None = None) -> list[int]:

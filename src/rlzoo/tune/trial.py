@@ -92,9 +92,9 @@ class TrialOutcome:
 
 
 def run_trial(
-    study: optuna.Study, trial: optuna.Trial, space: SearchSpace, base: Mapping[str, Any], settings: TuneSettings
+    study: optuna.Study, trial: optuna.Trial, values: dict[str, Any], base: Mapping[str, Any], settings: TuneSettings
 ) -> TrialOutcome:
-    """Sample, train and tell one trial; failures are told as failed, not raised."""
+    """Train and tell one trial with its sampled ``values``; failures are told as failed, not raised."""
     from rlzoo.training.run import train_run  # torch and SB3: only where trials train
 
     run_dir = settings.trials_dir / str(trial.number)
@@ -107,7 +107,6 @@ def run_trial(
         return callbacks
 
     try:
-        values = space.sample(trial, base)
         trial.set_user_attr(CONFIG, values)
         metrics = train_run(trial_config(base, values, run_dir), extra_callbacks=evaluate_and_prune)
     except Exception as error:  # a diverging network, a NaN, a combination the algorithm refuses

@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from optuna.trial import TrialState
 
 from rlzoo.config import resolved_values
+from rlzoo.errors import ConfigError
 from rlzoo.tune.outputs import StudyFiles, pair_usage, write_outputs
 from rlzoo.tune.settings import TuneSettings
 from rlzoo.tune.space import SearchSpace
@@ -57,11 +58,17 @@ def tune(
     if lost:
         log(f"rlzoo.tune: trials {', '.join(map(str, lost))} were lost with a stopped worker (marked failed)")
     outcomes: list[TrialOutcome] = []
-    while (trial := next_trial(study, settings)) is not None:
-        log(f"rlzoo.tune: {settings.name} worker {settings.worker}: trial {trial.number} of {settings.n_trials}")
-        outcomes.append(run_trial(study, trial, space, base, settings))
-        log(f"rlzoo.tune: {_describe(outcomes[-1])}")
+    try:
+        while (drawn := next_trial(study, settings, lambda t: space.sample(t, base))) is not None:
+            trial, values = drawn
+            position = f"trial {counted(study)} of {settings.n_trials} (number {trial.number})"
+            log(f"rlzoo.tune: {settings.name} worker {settings.worker}: {position}")
+            outcomes.append(run_trial(study, trial, values, base, settings))
+            log(f"rlzoo.tune: {_describe(outcomes[-1])}")
+            write_outputs(study, settings, space, base, usage)
+    except ConfigError:  # the search space is used up: trials.csv shows the duplicates skipped
         write_outputs(study, settings, space, base, usage)
+        raise
     if not outcomes:
         log(f"rlzoo.tune: the study {settings.name!r} holds {counted(study)} trials (n_trials={settings.n_trials})")
     finished = not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))  # the last worker plots

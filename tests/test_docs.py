@@ -1,0 +1,183 @@
+"""Every documented command works: each ``python -m rlzoo.<command>`` line of README.md and docs/*.md is composed
+in-process with Hydra's compose API (what ``--cfg job`` prints), placeholders (``<run dir>`` ...) filled from a fixture
+run; a key, option or group that does not exist fails. The cheap training commands also train at a tiny budget.
+
+Not composed (:data:`NOT_COMPOSED`): lines that need a file the reader makes first (``my_conf/``, a custom algorithm).
+Sweeps (``-m``) are composed with the first value of each swept key (what their first job composes).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig
+
+from conftest import TINY_ON_POLICY
+from rlzoo.config import CONFIG_DIR, USER_CONFIG_ENV, compose_config
+from rlzoo.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+CONFIGS = {"train": "train", "enjoy": "enjoy", "plot": "plot", "report": "report", "collect": "collect",
+           "srl.train": "srl_train", "tune": "tune", "pipeline": "pipeline"}  # fmt: skip
+COMMAND = re.compile(r"python -m rlzoo\.([a-z_.]+)((?:[^`#\n\\]|\\\n)*)")
+# Hydra flags that take no part in composing: --cfg job, --info searchpath, -m.
+FLAGS = {"-m", "--multirun", "--cfg", "--info", "job", "all", "hydra", "searchpath", "..."}
+# Lines that need files the reader writes first.
+NOT_COMPOSED = {
+    "algo=vpg": "tests/custom_algorithm: the reader's own algorithm module and my_conf/ folder (README's example)",
+}
+RUN_KEYS = ("run", "resume", "init_from", "dir", "collect_policy.run")
+PLACEHOLDERS = {"experiment=<name>": "experiment=srl_benchmark_small"}
+# Training commands also train at a tiny budget when their env is one of these (no extra, no simulator, seconds).
+CHEAP_ENVS = {"CartPole-v1", "Pendulum-v1", "Acrobot-v1", "Taxi-v4", "rlzoo/MobileRobot-v0", "rlzoo/MobileRobot1D-v0"}
+TINY = ["total_timesteps=64", "test_episodes=1", "checkpoint_freq=0", "verbose=0", "logger.formats=[csv]",
+        "progress_bar=false"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Documented:
+    """One documented command: where it is, the entrypoint and its arguments."""
+
+    where: str
+    command: str
+    arguments: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.where}: python -m rlzoo.{self.command} {' '.join(self.arguments)}"
+
+
+def documented_commands() -> Iterator[Documented]:
+    for doc in DOCS:
+        text = doc.read_text()
+        for match in COMMAND.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            command, rest = match.group(1).rstrip("."), match.group(2).replace("\\\n", " ")
+            rest = re.sub(r"<[^<>\n]*>", lambda m: m.group(0).replace(" ", "_"), rest)  # <run dir>: one word
+            if command in CONFIGS:
+                yield Documented(f"{doc.name}:{line}", command, tuple(shlex.split(rest)))
+
+
+COMMANDS = list(documented_commands())
+
+
+def test_the_docs_hold_commands_of_every_entrypoint() -> None:
+    assert len(COMMANDS) > 80
+    assert {c.command for c in COMMANDS} == set(CONFIGS)
+
+
+@pytest.fixture(scope="module")
+def fixture_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny trained run (PPO on MobileRobot) standing for ``<run dir>`` and the run folders the docs name."""
+    path = tmp_path_factory.mktemp("docs") / "run"
+    overrides = ["algo=ppo", "env=MobileRobot", "n_envs=1", *TINY_ON_POLICY, "algo.n_epochs=1", "total_timesteps=64",
+                 "test_episodes=1", "checkpoint_freq=32", "verbose=0", "logger.formats=[csv]"]  # fmt: skip
+    train(compose_config(overrides, run_dir=path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def user_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user config folder holding the tuned pair the docs use (``algo_env=tuned/ppo_MobileRobot``), as
+    ``rlzoo.tune`` exports it (here: the hand-tuned pair under that name)."""
+    folder = tmp_path_factory.mktemp("user_conf")
+    pair = folder / "algo_env" / "tuned" / "ppo_MobileRobot.yaml"
+    pair.parent.mkdir(parents=True)
+    pair.write_text((CONFIG_DIR / "algo_env" / "ppo_MobileRobot.yaml").read_text())
+    return folder
+
+
+def filled(arguments: tuple[str, ...], run: Path, user_config: Path) -> list[str]:
+    """The overrides of a documented command: flags dropped, a sweep's first value, placeholders filled."""
+    overrides = []
+    for argument in arguments:
+        argument = PLACEHOLDERS.get(argument, argument)
+        if argument in FLAGS:
+            continue
+        key, equals, value = argument.partition("=")
+        if key.lstrip("+~") in RUN_KEYS and (value.startswith(("outputs/", "multirun/", "<")) or "<" in value):
+            tail = value.rpartition(":")[2] if ":" in value and key == "init_from" else ""
+            value = str(run) + (f":{tail}" if tail in ("25000", "latest", "final", "best") else "")
+        value = value.replace("file://<tune.dir>/conf", f"file://{user_config}")
+        overrides.append(f"{key}={value}" if equals else argument)
+    parser = OverridesParser.create()
+    first = []
+    for override, text in zip(parser.parse_overrides(overrides), overrides, strict=True):
+        if override.is_sweep_override():
+            values = list(override.sweep_string_iterator())
+            first.append(f"{text.split('=', 1)[0]}={values[0]}")
+        else:
+            first.append(text)
+    return first
+
+
+def compose_documented(documented: Documented, run: Path, user_config: Path, run_dir: Path) -> DictConfig:
+    """Compose a documented command as its entrypoint would (``--cfg job``), in-process."""
+    reason = next((why for marker, why in NOT_COMPOSED.items() if marker in documented.arguments), None)
+    if reason is not None:
+        pytest.skip(reason)
+    overrides = filled(documented.arguments, run, user_config)
+    config = CONFIGS[documented.command]
+    with_run_dir = config in ("train", "tune", "collect", "srl_train", "pipeline")
+    return compose_config(overrides, run_dir=run_dir if with_run_dir else None, config_name=config)
+
+
+@pytest.mark.parametrize("documented", COMMANDS, ids=str)
+def test_every_documented_command_composes(
+    documented: Documented, fixture_run: Path, user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(USER_CONFIG_ENV, str(user_config))
+    compose_documented(documented, fixture_run, user_config, tmp_path / "run")
+
+
+def test_a_documented_key_that_does_not_exist_fails(fixture_run: Path, user_config: Path, tmp_path: Path) -> None:
+    """The check itself can fail: a misspelt key, an unknown option, an unknown group."""
+    for wrong in ("eval_frequency=2500", "algo=dqnn", "algorithm=dqn", "algo_env=tuned/ppo_Nowhere"):
+        documented = Documented("made up", "train", ("algo=dqn", "env=CartPole", wrong))
+        with pytest.raises(Exception, match=r"eval_frequency|dqnn|algorithm|ppo_Nowhere"):
+            compose_documented(documented, fixture_run, user_config, tmp_path / "run")
+
+
+def why_not_trained(cfg: DictConfig, documented: Documented) -> str | None:
+    """Why a documented training command is only composed, not trained at a tiny budget (None: it trains)."""
+    env = cfg.env.get("id")
+    if env not in CHEAP_ENVS:
+        return f"env {env}: an extra, a simulator or a long episode (composed only)"
+    if cfg.srl_model.name != "ground_truth":
+        return f"srl_model={cfg.srl_model.name}: pixels or an encoder to train first (composed only)"
+    if cfg.hardware.get("device") not in ("cpu", "auto"):
+        return f"hardware.device={cfg.hardware.device}: a GPU profile (composed only)"
+    if cfg.get("resume") or cfg.get("init_from"):
+        return "resume / init_from: continue another run, with its own network (composed only)"
+    if cfg.logger.get("wandb") or cfg.logger.get("visdom"):
+        return "logger=wandb/visdom: tested in tests/test_loggers.py and test_live_plot.py (composed only)"
+    if str(cfg.algo._target_).startswith("sbx."):
+        return "the JAX backend ([jax] extra): trained in tests/test_jax_backend.py (composed only)"
+    return None
+
+
+TRAINING = [c for c in COMMANDS if c.command == "train"]
+
+
+@pytest.mark.parametrize("documented", TRAINING, ids=str)
+def test_cheap_documented_training_commands_train(
+    documented: Documented, fixture_run: Path, user_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A training command on a cheap env trains at a tiny budget (64 steps, 1 test episode; an episode budget: 2
+    episodes); the others are composed only, for the reason the skip gives."""
+    monkeypatch.setenv(USER_CONFIG_ENV, str(user_config))
+    cfg = compose_documented(documented, fixture_run, user_config, tmp_path / "composed")
+    reason = why_not_trained(cfg, documented)
+    if reason is not None:
+        pytest.skip(reason)
+    tiny = [t for t in TINY if not (cfg.total_episodes and t.startswith("total_timesteps"))]
+    episodes = ["total_episodes=2"] if cfg.total_episodes else []
+    overrides = [*filled(documented.arguments, fixture_run, user_config), *tiny, *episodes]
+    metrics = train(compose_config(overrides, run_dir=tmp_path / "run"))
+    assert metrics["test/episodes"] == 1
