@@ -89,7 +89,7 @@ def test_cmaes_on_continuous_actions_runs_with_a_diagonal_covariance() -> None:
     [
         (["algo=cmaes", "algo.popsize=1"], r"algo.popsize=1 must be ≥ 2"),
         (["algo=cmaes", "algo.sigma0=0"], r"algo.sigma0=0(\.0)? must be > 0"),
-        (["algo=cmaes", "algo.n_eval_episodes=0"], r"algo.n_eval_episodes=0 must be ≥ 1"),
+        (["algo=cmaes", "algo.n_eval_episodes=0"], r"algo.n_eval_episodes=0 must be an integer ≥ 1"),
         (["algo=random", "+algo.learning_rate=0.1"], r"algo.learning_rate is not a keyword of RandomAgent"),
     ],
 )

@@ -195,10 +195,10 @@ def build_algorithm_factory(algo_cfg: DictConfig) -> AlgorithmFactory:
             f"allowed: {', '.join(algo_class.policy_aliases)}"
         )
     checked = _check_kwargs(algo_class, kwargs)
+    check_constraints(checked)  # counts ≥ 1, discounts in [0, 1] ...: what SB3 only trips over inside learn()
     check_ranges = getattr(algo_class, "check_keywords", None)  # rlzoo's own algorithms: ranges and combinations
     if callable(check_ranges):
-        check_ranges(**checked)  # first: an algorithm's own message is the more specific one
-    check_constraints(checked)  # counts ≥ 1, discounts in [0, 1] ...: what SB3 only trips over inside learn()
+        check_ranges(**checked)
     return AlgorithmFactory(algo_class, checked, policy)
 
 
