@@ -68,12 +68,17 @@ def test_priorities_steer_draws_and_weights_correct_them() -> None:
     assert weights[7] == pytest.approx(1 / 9, rel=1e-4) and max(weights.values()) == 1.0
 
 
-def test_noisy_layer_samples_noise_only_in_training_mode() -> None:
+def test_noisy_layer_keeps_its_noise_until_drawn_again_and_none_in_eval_mode() -> None:
     layer = NoisyLinear(3, 2, std_init=0.5)
     x = torch.ones(1, 3)
-    assert not torch.equal(layer(x), layer(x))
+    first = layer(x)
+    assert torch.equal(layer(x), first)  # the same noise for every forward of one step
+    layer.reset_noise()
+    assert not torch.equal(layer(x), first)
     layer.eval()
-    assert torch.equal(layer(x), layer(x))
+    mean = torch.nn.functional.linear(x, layer.weight_mu, layer.bias_mu)
+    assert torch.equal(layer(x), mean)
+    assert "noise" not in layer.state_dict()  # the noise is not saved
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

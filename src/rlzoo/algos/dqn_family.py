@@ -48,7 +48,8 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
     - dueling heads (Wang et al., 2016): Q = V + A - mean(A);
     - prioritized replay (Schaul et al., 2016): proportional, importance-sampling β annealed to 1 over training;
     - n-step returns (Sutton, 1988; as in Hessel et al., 2018);
-    - noisy nets (Fortunato et al., 2018): learned parameter noise, usually with ε = 0.
+    - noisy nets (Fortunato et al., 2018): learned parameter noise, usually with ε = 0; drawn once per act and once
+      per gradient step (the online network's for its two uses, the target network's own).
 
     The train step is ALL's DQN ``_train``: sample, forward, targets, loss, reinforce.
 
@@ -197,6 +198,7 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         """``gradient_steps`` updates of the Q-network on replayed n-step transitions."""
         self.policy.set_training_mode(True)
         for _ in range(gradient_steps):
+            self.policy.reset_noise()
             batch = self._sample(batch_size)
             values = self.q(batch.observations, batch.actions)
             targets = batch.rewards + batch.discounts * (1 - batch.dones) * self._next_values(batch.next_observations)
@@ -303,6 +305,7 @@ class CategoricalDQN(DeepQ):
         """``gradient_steps`` cross-entropy updates towards the projected n-step target distributions."""
         self.policy.set_training_mode(True)
         for _ in range(gradient_steps):
+            self.policy.reset_noise()
             batch = self._sample(batch_size)
             probabilities = self.q(batch.observations, batch.actions)
             scale = (batch.discounts * (1 - batch.dones)).unsqueeze(-1)
