@@ -78,6 +78,21 @@ def test_eval_switches_dropout_off_without_changing_mode() -> None:
     assert torch.equal(f.eval(x), f.eval(x)) and model.training
 
 
+@pytest.mark.parametrize("kind", [QNetwork, QDist])
+def test_with_next_is_the_two_forward_passes_in_one(kind: type[QNetwork] | type[QDist]) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2 * (5 if kind is QDist else 1)))
+    if kind is QDist:
+        model.append(nn.Unflatten(1, (2, 5)))
+    extra = {"support": torch.linspace(-1, 1, 5)} if kind is QDist else {}
+    q = kind(model, torch.optim.SGD(model.parameters(), lr=0.1), **extra)  # type: ignore[arg-type]
+    observations, next_observations, actions = torch.randn(4, 3), torch.randn(4, 3), torch.tensor([0, 1, 1, 0])
+    values, following = q.with_next(observations, actions, next_observations)
+    torch.testing.assert_close(values, q(observations, actions))
+    torch.testing.assert_close(following, q.no_grad(next_observations))
+    assert values.requires_grad and not following.requires_grad
+
+
 def test_categorical_projection_keeps_mass_and_splits_between_neighbours() -> None:
     support = torch.linspace(0.0, 4.0, 5)
     f = QDist(linear(), torch.optim.SGD(linear().parameters(), lr=0.1), support=support)

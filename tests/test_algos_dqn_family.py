@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -68,12 +69,17 @@ def test_priorities_steer_draws_and_weights_correct_them() -> None:
     assert weights[7] == pytest.approx(1 / 9, rel=1e-4) and max(weights.values()) == 1.0
 
 
-def test_noisy_layer_samples_noise_only_in_training_mode() -> None:
+def test_noisy_layer_keeps_its_noise_until_drawn_again_and_none_in_eval_mode() -> None:
     layer = NoisyLinear(3, 2, std_init=0.5)
     x = torch.ones(1, 3)
-    assert not torch.equal(layer(x), layer(x))
+    first = layer(x)
+    assert torch.equal(layer(x), first)  # the same noise for every forward of one step
+    layer.reset_noise()
+    assert not torch.equal(layer(x), first)
     layer.eval()
-    assert torch.equal(layer(x), layer(x))
+    mean = torch.nn.functional.linear(x, layer.weight_mu, layer.bias_mu)
+    assert torch.equal(layer(x), mean)
+    assert "noise" not in layer.state_dict()  # the noise is not saved
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -104,6 +110,20 @@ def test_rainbow_explores_by_noise_and_acts_greedily_when_deterministic() -> Non
     assert (greedy[0] == greedy[1]).all()
     noisy = model.predict(observations, deterministic=False)[0]
     assert (noisy != greedy[0]).any()
+
+
+def test_full_exploration_does_not_ask_the_network() -> None:
+    model = DeepQ("MlpPolicy", "CartPole-v1", seed=0, **TINY)
+    model.exploration_rate = 1.0
+    observations = np.zeros((64, 4), dtype=np.float32)
+    with mock.patch.object(model.policy, "predict", side_effect=AssertionError("asked")):
+        actions = model.predict(observations)[0]
+        assert model.predict(observations[0])[0].shape == ()
+    assert actions.shape == (64,) and set(actions.tolist()) == {0, 1}
+    model.exploration_rate = 0.5
+    mixed = model.predict(observations)[0]
+    greedy = model.predict(observations, deterministic=True)[0]
+    assert (mixed == greedy).mean() > 0.6 and (mixed != greedy).any()
 
 
 @pytest.mark.parametrize("algo", ["ddqn", "rainbow"])

@@ -6,6 +6,7 @@ import csv
 import shutil
 import sys
 from pathlib import Path
+from unittest import mock
 
 import imageio.v2 as imageio
 import numpy as np
@@ -19,6 +20,7 @@ from rlzoo.enjoy import EnjoySettings, enjoy, main, watch
 from rlzoo.errors import ConfigError
 from rlzoo.replay.loading import load_run, run_episodes
 from rlzoo.train import train
+from rlzoo.training.build import RunBuilder
 
 SEED = 4
 
@@ -82,6 +84,14 @@ def test_enjoy_replays_the_test_episodes_and_writes_a_video(cartpole_run: Path) 
         assert video.get_data(0).shape == (400, 600, 3)
     with Image.open(out / "final.gif") as gif:  # identical consecutive frames are merged: count the time instead
         assert sum(frame.info["duration"] for frame in ImageSequence.Iterator(gif)) == sum(replay.lengths) * 20
+
+
+def test_enjoy_without_a_video_plays_the_same_episodes_on_several_envs(cartpole_run: Path) -> None:
+    one_env = run_episodes(load_run(cartpole_run), 5, seed=SEED)
+    with mock.patch.object(RunBuilder, "test_env", autospec=True, side_effect=RunBuilder.test_env) as test_env:
+        replay = enjoy(EnjoySettings(str(cartpole_run), n_episodes=5, seed=SEED), log=quiet)
+    assert test_env.call_args.args[-1] == 5  # n_envs: min(test_envs, n_episodes)
+    assert replay.returns == [e.ret for e in one_env] and replay.lengths == [e.length for e in one_env]
 
 
 def test_trajectory_and_action_probability_plots(robot_run: Path, cartpole_run: Path) -> None:

@@ -103,6 +103,7 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
         frames=settings.video,
         positions="trajectory" in settings.plot,
         probabilities="action_probabilities" in settings.plot,
+        envs=loaded.plan.settings.test_envs,  # without a video or plots: the episodes on several envs at once
     )
     returns = np.array([e.ret for e in episodes])
     lengths = [e.length for e in episodes]

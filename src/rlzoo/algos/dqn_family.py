@@ -21,7 +21,7 @@ from stable_baselines3.common.buffers import NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import NatureCNN
-from stable_baselines3.common.utils import LinearSchedule
+from stable_baselines3.common.utils import LinearSchedule, is_vectorized_observation
 
 from rlzoo.algos.shell import ApproximationShell, require
 from rlzoo.approximation.approximations import QDist, QNetwork
@@ -48,7 +48,8 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
     - dueling heads (Wang et al., 2016): Q = V + A - mean(A);
     - prioritized replay (Schaul et al., 2016): proportional, importance-sampling β annealed to 1 over training;
     - n-step returns (Sutton, 1988; as in Hessel et al., 2018);
-    - noisy nets (Fortunato et al., 2018): learned parameter noise, usually with ε = 0.
+    - noisy nets (Fortunato et al., 2018): learned parameter noise, usually with ε = 0; drawn once per act and once
+      per gradient step (the online network's for its two uses, the target network's own).
 
     The train step is ALL's DQN ``_train``: sample, forward, targets, loss, reinforce.
 
@@ -197,20 +198,24 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         """``gradient_steps`` updates of the Q-network on replayed n-step transitions."""
         self.policy.set_training_mode(True)
         for _ in range(gradient_steps):
+            self.policy.reset_noise()
             batch = self._sample(batch_size)
-            values = self.q(batch.observations, batch.actions)
-            targets = batch.rewards + batch.discounts * (1 - batch.dones) * self._next_values(batch.next_observations)
+            values, next_values = self._values(batch)
+            targets = batch.rewards + batch.discounts * (1 - batch.dones) * next_values
             losses = F.smooth_l1_loss(values, targets, reduction="none")
             self.q.reinforce((batch.weights * losses).mean())
             self._prioritize(batch, (targets - values).detach())
         self._n_updates += gradient_steps
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
-    def _next_values(self, observations: torch.Tensor) -> torch.Tensor:
-        """max_a Q_target(s', a), or Q_target(s', argmax_a Q(s', a)) with double Q-learning."""
+    def _values(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Q(s, a) with gradients, and max_a Q_target(s', a) or, with double Q-learning, Q_target(s', argmax_a Q(s', a))
+        (the online network's passes on s and s' made as one)."""
         if self.double:
-            return self.q.target(observations, self.q.no_grad(observations).argmax(dim=1))
-        return self.q.target(observations).max(dim=1).values
+            values, online_next = self.q.with_next(batch.observations, batch.actions, batch.next_observations)
+            return values, self.q.target(batch.next_observations, online_next.argmax(dim=1))
+        values = self.q(batch.observations, batch.actions)
+        return values, self.q.target(batch.next_observations).max(dim=1).values
 
     def predict(
         self,
@@ -219,15 +224,19 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """Greedy actions; when exploring (``deterministic=False``), ε-greedy and, with noisy nets, noisy."""
-        action, state = self.policy.predict(observation, state, episode_start, deterministic)
+        """Greedy actions; when exploring (``deterministic=False``), ε-greedy and, with noisy nets, noisy (the network
+        is not asked when every env explores)."""
         if deterministic or self.exploration_rate <= 0:
-            return action, state
-        explore = np.random.rand(*np.shape(action)) < self.exploration_rate
-        if explore.any():
-            assert isinstance(self.action_space, spaces.Discrete)
-            action = np.where(explore, np.random.randint(self.action_space.n, size=np.shape(action)), action)
-        return action, state
+            return self.policy.predict(observation, state, episode_start, deterministic)
+        assert isinstance(self.action_space, spaces.Discrete)
+        vectorized = is_vectorized_observation(observation, self.observation_space)  # type: ignore[arg-type]  # takes dicts too
+        n = len(next(iter(observation.values())) if isinstance(observation, dict) else observation) if vectorized else 1
+        explore = np.random.rand(n) < self.exploration_rate
+        random = np.random.randint(self.action_space.n, size=n)
+        if explore.all():
+            return (random if vectorized else random.reshape(())), state
+        action, state = self.policy.predict(observation, state, episode_start, deterministic)
+        return np.where(explore, random, action.reshape(n)).reshape(np.shape(action)), state
 
 
 class CategoricalDQN(DeepQ):
@@ -303,21 +312,27 @@ class CategoricalDQN(DeepQ):
         """``gradient_steps`` cross-entropy updates towards the projected n-step target distributions."""
         self.policy.set_training_mode(True)
         for _ in range(gradient_steps):
+            self.policy.reset_noise()
             batch = self._sample(batch_size)
-            probabilities = self.q(batch.observations, batch.actions)
+            probabilities, next_probabilities = self._distributions(batch)
             scale = (batch.discounts * (1 - batch.dones)).unsqueeze(-1)
             returns = batch.rewards.unsqueeze(-1) + scale * self.q.support
-            targets = self.q.project(returns, self._next_distribution(batch.next_observations))
+            targets = self.q.project(returns, next_probabilities)
             losses = -(targets * probabilities.clamp_min(1e-8).log()).sum(dim=-1)
             self.q.reinforce((batch.weights * losses).mean())
             self._prioritize(batch, losses.detach())
         self._n_updates += gradient_steps
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
-    def _next_distribution(self, observations: torch.Tensor) -> torch.Tensor:
-        """The target network's distribution of the greedy next action (chosen online with double Q-learning)."""
-        chooser = self.q.no_grad(observations) if self.double else self.q.target(observations)
-        return self.q.target(observations, self.q.expectation(chooser).argmax(dim=1))
+    def _distributions(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The distributions of the taken actions, with gradients, and the target network's distributions of the
+        greedy next actions (chosen online with double Q-learning: the online passes on s and s' made as one)."""
+        observations, next_observations = batch.observations, batch.next_observations
+        if self.double:
+            probabilities, chooser = self.q.with_next(observations, batch.actions, next_observations)
+        else:
+            probabilities, chooser = self.q(observations, batch.actions), self.q.target(next_observations)
+        return probabilities, self.q.target(next_observations, self.q.expectation(chooser).argmax(dim=1))
 
 
 def _with_defaults(base: type, defaults: dict[str, Any]) -> inspect.Signature:

@@ -175,6 +175,12 @@ class QNetwork(Approximation):
     def target(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
         return _select(super().target(observations), actions)
 
+    def with_next(
+        self, observations: torch.Tensor, actions: torch.Tensor, next_observations: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``q(observations, actions)`` with gradients and ``q(next_observations)`` without, in one forward pass."""
+        return _split(self.model(torch.cat([observations, next_observations])), actions)
+
 
 class QDist(Approximation):
     """Action-value distributions on a fixed support (C51): ``q(obs)`` gives probabilities of shape
@@ -196,6 +202,12 @@ class QDist(Approximation):
 
     def target(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
         return _select(super().target(observations).softmax(-1), actions)
+
+    def with_next(
+        self, observations: torch.Tensor, actions: torch.Tensor, next_observations: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``q(observations, actions)`` with gradients and ``q(next_observations)`` without, in one forward pass."""
+        return _split(self.model(torch.cat([observations, next_observations])).softmax(-1), actions)
 
     def expectation(self, probabilities: torch.Tensor) -> torch.Tensor:
         """The expected value of each distribution (the last axis)."""
@@ -240,6 +252,12 @@ class Policy(Approximation):
 
     def target(self, observations: torch.Tensor) -> Distribution:
         return Categorical(logits=super().target(observations))
+
+
+def _split(outputs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``len(actions)`` rows of ``outputs`` at ``actions``, and the other rows detached."""
+    n = len(actions)
+    return _select(outputs[:n], actions), outputs[n:].detach()
 
 
 def _select(values: torch.Tensor, actions: torch.Tensor | None) -> torch.Tensor:

@@ -22,10 +22,13 @@ from torch import nn
 
 class NoisyLinear(nn.Module):
     """A linear layer with learned factorised Gaussian noise on its weights (Fortunato et al., 2018, "Noisy Networks
-    for Exploration"): fresh noise at every forward pass in training mode, the mean weights in eval mode.
+    for Exploration"): in training mode the noise drawn by the last :meth:`reset_noise` (the algorithm draws once per
+    step: before acting, before each gradient step), the mean weights in eval mode.
 
     :param std_init: sigma0; the noise scales start at sigma0 / √in_features.
     """
+
+    noise: torch.Tensor
 
     def __init__(self, in_features: int, out_features: int, std_init: float) -> None:
         super().__init__()
@@ -34,19 +37,23 @@ class NoisyLinear(nn.Module):
         self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), std_init * bound))
         self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
         self.bias_sigma = nn.Parameter(torch.full((out_features,), std_init * bound))
+        # f(ε) of the inputs' then the outputs' noise, written in place (not saved: drawn again after loading)
+        self.register_buffer("noise", torch.zeros(in_features + out_features), persistent=False)
+        self.in_features = in_features
+        self.reset_noise()
 
-    @staticmethod
-    def _noise(size: int, device: torch.device) -> torch.Tensor:
-        noise = torch.randn(size, device=device)
-        return noise.sign() * noise.abs().sqrt()
+    @torch.no_grad()
+    def reset_noise(self) -> None:
+        """Draw new factorised noise f(ε) = sign(ε)·√|ε| for the inputs and outputs."""
+        noise = self.noise.normal_()
+        noise.copy_(noise.sign() * noise.abs().sqrt())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training:
             return nn.functional.linear(x, self.weight_mu, self.bias_mu)
-        out_noise = self._noise(self.weight_mu.shape[0], x.device)
-        in_noise = self._noise(self.weight_mu.shape[1], x.device)
-        weight = self.weight_mu + self.weight_sigma * torch.outer(out_noise, in_noise)
-        return nn.functional.linear(x, weight, self.bias_mu + self.bias_sigma * out_noise)
+        eps_in, eps_out = self.noise[: self.in_features], self.noise[self.in_features :]
+        weight = torch.addcmul(self.weight_mu, self.weight_sigma, torch.outer(eps_out, eps_in))
+        return nn.functional.linear(x, weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out))
 
 
 def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Module:
@@ -144,6 +151,9 @@ class QPolicy(BasePolicy):
         self.q_net = self._make_q_net()
         self.q_net_target = self._make_q_net()
         self._noisy_layers = [m for m in self.q_net.modules() if isinstance(m, NoisyLinear)]
+        self._target_noisy_layers = [m for m in self.q_net_target.modules() if isinstance(m, NoisyLinear)]
+        nets = (self.q_net, self.q_net_target) if self._noisy_layers else (self.q_net,)
+        self._switched = [module for net in nets for module in net.modules()]  # whose mode set_training_mode sets
         self.q_net_target.load_state_dict(self.q_net.state_dict())
         self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms))
         self.optimizer = optimizer_class(self.q_net.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
@@ -189,11 +199,19 @@ class QPolicy(BasePolicy):
         with self.noise(not deterministic):
             return self.q_values(observation).argmax(dim=1)
 
+    def reset_noise(self) -> None:
+        """New noise for the noisy layers of the network and of its target (once per step)."""
+        for layer in (*self._noisy_layers, *self._target_noisy_layers):
+            layer.reset_noise()
+
     @contextlib.contextmanager
     def noise(self, on: bool) -> Iterator[None]:
-        """Noisy layers sample noise inside this block when ``on`` (they act on their mean weights otherwise)."""
+        """Noisy layers act on newly drawn noise inside this block when ``on`` (on their mean weights otherwise)."""
         layers = self._noisy_layers
         modes = [layer.training for layer in layers]
+        if on:
+            for layer in layers:
+                layer.reset_noise()
         for layer in layers:
             layer.training = on
         try:
@@ -207,7 +225,6 @@ class QPolicy(BasePolicy):
         a no-op when the mode does not change (``predict`` sets eval mode at every step)."""
         if self.training == mode and self.q_net.training == mode:
             return
-        self.q_net.train(mode)
-        if self._noisy_layers:
-            self.q_net_target.train(mode)
+        for module in self._switched:  # set directly, not by nn.Module.train's recursion
+            module.training = mode
         self.training = mode

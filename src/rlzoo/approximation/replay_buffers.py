@@ -21,7 +21,9 @@ class SumTree:
 
     def __init__(self, size: int) -> None:
         self.capacity = 1 << max(size - 1, 0).bit_length()
+        self.depth = self.capacity.bit_length() - 1  # levels below the root
         self.nodes = np.zeros(2 * self.capacity)
+        self._pairs = self.nodes.reshape(-1, 2)  # a view: row i holds nodes 2i and 2i + 1, the children of node i
 
     @property
     def total(self) -> float:
@@ -33,18 +35,18 @@ class SumTree:
     def __setitem__(self, leaves: np.ndarray, values: np.ndarray) -> None:
         nodes = np.asarray(leaves) + self.capacity
         self.nodes[nodes] = values
-        for _ in range(self.capacity.bit_length() - 1):  # leaves to root, one level at a time
-            nodes //= 2  # a parent listed twice gets the same sum twice
-            self.nodes[nodes] = self.nodes[2 * nodes] + self.nodes[2 * nodes + 1]
+        parents = nodes >> np.arange(1, self.depth + 1)[:, None]  # every ancestor, level by level up to the root
+        for level in parents:  # a parent listed twice gets the same sum twice
+            self.nodes[level] = self._pairs[level].sum(axis=1)
 
     def find(self, masses: np.ndarray) -> np.ndarray:
         """The leaves where the cumulative sum first exceeds each of ``masses`` (each in [0, total))."""
         nodes = np.ones(len(masses), dtype=np.int64)
         masses = masses.copy()
-        while nodes[0] < self.capacity:
-            left = self.nodes[2 * nodes]
+        for _ in range(self.depth):
+            left = self._pairs[nodes, 0]
             right = masses >= left
-            masses -= left * right
+            masses -= np.where(right, left, 0.0)
             nodes = 2 * nodes + right
         return nodes - self.capacity
 
@@ -85,11 +87,19 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.alpha, self.epsilon, self.n_steps, self.gamma = alpha, epsilon, n_steps, gamma
         self.tree = SumTree(self.buffer_size * self.n_envs)
         self.max_priority = 1.0
+        self._added: list[int] = []  # rows added since the tree was last written (written in one go when read)
 
     def add(self, *args: Any, **kwargs: Any) -> None:
-        rows = self.pos * self.n_envs + np.arange(self.n_envs)
-        self.tree[rows] = self.max_priority**self.alpha  # new transitions are drawn at least once, likely soon
+        self._added.append(self.pos)
         super().add(*args, **kwargs)
+
+    def _write_added(self) -> None:
+        """New transitions get the largest priority yet (drawn at least once, likely soon): written for all rows
+        added since the last draw at once, before the tree is read or other priorities change."""
+        if self._added:
+            rows = np.asarray(self._added)[:, None] * self.n_envs + np.arange(self.n_envs)
+            self.tree[rows.ravel()] = self.max_priority**self.alpha
+            self._added.clear()
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """A prioritized draw with full importance-sampling correction (β = 1); see :meth:`sample_prioritized`."""
@@ -97,6 +107,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def sample_prioritized(self, batch_size: int, beta: float, env: VecNormalize | None = None) -> Batch:
         """Draw ``batch_size`` transitions in proportion to their priorities (stratified over equal mass segments)."""
+        self._write_added()
         total = self.tree.total
         masses = (np.arange(batch_size) + np.random.uniform(size=batch_size)) * total / batch_size
         size = (self.buffer_size if self.full else self.pos) * self.n_envs
@@ -106,6 +117,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def update_priorities(self, indices: np.ndarray, errors: np.ndarray) -> None:
         """Set the priorities of drawn transitions from their new absolute TD errors (or losses)."""
+        self._write_added()
         priorities = np.abs(errors) + self.epsilon
         self.max_priority = max(self.max_priority, float(priorities.max()))
         self.tree[indices] = priorities**self.alpha

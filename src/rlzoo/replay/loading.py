@@ -139,13 +139,14 @@ class LoadedRun:
         """Normalise ``obs`` with the frozen statistics; identity when the run did not normalise."""
         return obs if self.normalization is None else self.normalization(obs)
 
-    def make_env(self, seed: int = 0, render_mode: str | None = None) -> VecEnv:
-        """One env of the run with its representation and frozen normalisation (as in the test episodes).
+    def make_env(self, seed: int = 0, render_mode: str | None = None, n_envs: int = 1) -> VecEnv:
+        """Envs of the run with its representation and frozen normalisation (as in the test episodes).
 
-        :param seed: the env's seed.
+        :param seed: the seed of the first episode (episode ``i`` is seeded ``seed + i``).
         :param render_mode: e.g. ``"rgb_array"`` to record frames with ``venv.render()``.
+        :param n_envs: envs that play episodes at once.
         """
-        return RunBuilder(self.plan).test_env(self.normalization, seed, render_mode)
+        return RunBuilder(self.plan).test_env(self.normalization, seed, render_mode, n_envs)
 
 
 def plan_saved_run(config: DictConfig) -> RunPlan:
@@ -190,7 +191,8 @@ class Episode:
 
     :param ret: the undiscounted return (the Monitor's, as in training).
     :param length: number of agent steps.
-    :param actions: the actions taken, one row per step.
+    :param actions: the actions taken, one row per step (empty when the episodes were played on several envs at once,
+        with nothing recorded but returns and lengths).
     :param probabilities: per step, the policy's probability of each discrete action (None when not recorded).
     :param robot: ``info["robot_position"]`` at reset and after every step (None when not recorded).
     :param targets: ``info["target_position"]`` likewise.
@@ -275,14 +277,23 @@ def run_episodes(
     frames: bool = False,
     positions: bool = False,
     probabilities: bool = False,
+    envs: int = 1,
 ) -> list[Episode]:
-    """Replay ``episodes`` episodes one after the other on one env, recording what is asked for.
+    """Replay ``episodes`` episodes one after the other on one env, recording what is asked for; or, when nothing is
+    recorded but returns and lengths, on ``envs`` envs at once (the same episodes: each is seeded ``seed + i``).
 
     :param frames: record an ``rgb_array`` frame per step (the env is made with that render mode).
     :param positions: record ``info["robot_position"]`` and ``info["target_position"]``.
     :param probabilities: record the discrete action probabilities (see :func:`action_probabilities`).
     :raise ConfigError: ``positions`` for an env whose info has no ``robot_position``.
     """
+    if not (frames or positions or probabilities) and min(envs, episodes) > 1:
+        venv = loaded.make_env(seed, n_envs=min(envs, episodes))
+        try:
+            results = play_episodes(loaded.model, venv, episodes, deterministic=deterministic)
+        finally:
+            venv.close()
+        return [Episode(r.ret, r.length, np.empty((0,))) for r in results]
     recorder = _EpisodeRecorder(loaded.model, frames, positions, probabilities, loaded.spec.id)
     venv = loaded.make_env(seed, render_mode="rgb_array" if frames else None)
     try:

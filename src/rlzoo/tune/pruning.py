@@ -73,7 +73,7 @@ class EvaluateAndPrune(BaseCallback):
         """The mean return of ``episodes`` deterministic episodes with the current weights."""
         normalizer = self.model.get_vec_normalize_env()
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
-        venv = self.build.test_env(frozen)
+        venv = self.build.test_env(frozen, n_envs=min(self.build.plan.settings.test_envs, self.episodes))
         try:
             results = play_episodes(self.model, venv, self.episodes, deterministic=True)
         finally:
