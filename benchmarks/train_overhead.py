@@ -208,7 +208,7 @@ def main() -> None:
     for v in VARIANTS:
         m = summary["medians"][v]
         print(f"{v:8s} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['user_s']:8.2f}")
-    goals = {"rlzoo_wall/bare_wall": 1.03, "rlzoo_cpu/zoo_cpu": 0.6}
+    goals = {"rlzoo_wall/bare_wall": 1.03}  # issue 28: rlzoo.train within 3 % of bare SB3, both on one thread
     for name, ratio in summary["ratios"].items():
         goal = f"  (goal <= {goals[name]}: {'met' if ratio <= goals[name] else 'MISSED'})" if name in goals else ""
         print(f"{name:22s} {ratio:6.3f}{goal}")
