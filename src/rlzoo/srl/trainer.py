@@ -67,7 +67,7 @@ class History:
 
     rows: list[dict[str, float]]
     best_epoch: int
-    stopped_early: bool = False  # stopped by the validation loss (patience), not by the epoch count
+    stopped_early: bool = False  # the last epochs did not improve for ``patience`` epochs (stopped by validation)
 
     @property
     def best_val_loss(self) -> float:
@@ -167,7 +167,8 @@ def fit(
                 break
     assert best is not None
     encoder.load_state_dict(best[2])
-    return History(rows, best[1], stopped_early=len(rows) < settings.epochs)
+    stopped = settings.patience is not None and len(rows) - best[1] >= settings.patience
+    return History(rows, best[1], stopped_early=stopped)
 
 
 def evaluate(
