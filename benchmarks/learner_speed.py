@@ -20,7 +20,7 @@ Returns (``--returns``): ``python -m rlzoo.train`` itself for each option and se
 (``env.random_target=true``, 100 test episodes), SB3 and SBX side by side: mean test return and wall seconds.
 
 Headline (``--headline``): the README's ``python -m rlzoo.train algo=sac env=MobileRobot`` as a user types it (its
-tuned pair: 50k steps, then 100 deterministic test episodes) and ``algo=sbx_sac``, each seed, alternating: mean
+tuned pair: 12k steps, then 100 deterministic test episodes) and ``algo=sbx_sac``, each seed, alternating: mean
 test return, wall and CPU seconds of the whole command (start-up and test episodes included). Start-up (always
 printed first): the wall time of ``python -m rlzoo.train algo=sac env=MobileRobot --cfg job``, median of 5.
 

@@ -76,6 +76,7 @@ BAD_INPUT = {
     "frame-skip": (["+env.frame_skip=0"], "env.frame_skip=0 must be ≥ 1"),
     "episodes": (["total_episodes=-1"], "total_episodes=-1 must be ≥ 1"),
     "two-budgets": (["total_episodes=5", "total_timesteps=100"], "are two budgets; give one"),
+    "seconds": (["max_train_seconds=0.5"], "max_train_seconds=0.5 must be ≥ 1"),
     "taxi-v3": (["env=gym", "env.id=Taxi-v3"], "did you mean: Taxi-v4"),
     "rejected-algo": (["algo=sac"], "SAC cannot handle the action space Discrete"),
 }
@@ -233,6 +234,14 @@ def test_a_resumed_run_continues_its_clock(compose: Compose, tmp_path: Path) -> 
     assert t == sorted(t) and t[-1] >= elapsed  # the monitor's t goes on, never backwards
     progress_elapsed = np.genfromtxt(run.progress, delimiter=",", names=True)["timetime_elapsed"]
     assert np.all(np.diff(progress_elapsed) >= 0) and progress_elapsed[-1] >= int(elapsed)  # SB3 logs whole seconds
+
+
+def test_a_time_budget_stops_training_before_the_step_budget(compose: Compose, tmp_path: Path) -> None:
+    train(compose([*PPO, "total_timesteps=100000000", "max_train_seconds=4", "checkpoint_freq=0"]))
+    metrics = json.loads(RunDir(tmp_path / "run").metrics.read_text())
+    assert 0 < metrics["train/timesteps"] < 1_000_000  # stopped by the clock, far short of the step budget
+    assert 4.0 <= metrics["time/train_seconds"] < 60.0  # the clock stopped it (under load too)
+    assert metrics["test/episodes"] == 2  # the test episodes still run after a time budget
 
 
 def test_progress_bar_on_a_terminal_only(

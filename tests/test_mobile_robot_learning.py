@@ -2,7 +2,8 @@
 
 Measured as the issue states them: ``env.random_target=true``, ground truth, the mean return of the last 100
 training episodes read from the monitor files, averaged over 3 seeds. Best possible means (shortest paths over random
-starts): about 236.1 with discrete actions, 240.5 with continuous ones.
+starts): about 236.1 with discrete actions, 240.5 with continuous ones. SAC's pair, tuned for wall time, is checked on
+its 100 deterministic test episodes, seed by seed.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def last_training_episodes_mean(run_dir: Path, n_envs: int, episodes: int = 100)
 
 @pytest.mark.parametrize(
     ("algo", "steps", "threshold"),
-    [("ppo", 250_000, 234.0), ("sac", 50_000, 230.0)],
-    ids=["ppo-discrete", "sac-continuous"],
+    [("ppo", 250_000, 234.0)],
+    ids=["ppo-discrete"],
 )
 def test_tuned_pair_reaches_threshold(
     algo: str, steps: int, threshold: float, compose: Compose, tmp_path: Path
@@ -46,6 +47,21 @@ def test_tuned_pair_reaches_threshold(
         assert metrics["train/timesteps"] <= steps + cfg.n_envs * 256
         means.append(last_training_episodes_mean(run_dir, cfg.n_envs))
     assert np.mean(means) >= threshold, f"last-100 means per seed: {means}"
+
+
+@pytest.mark.parametrize(
+    ("random_target", "steps"), [(False, 12_000), (True, 30_000)], ids=["headline-fixed-target", "random-target"]
+)
+def test_sac_pair_reaches_230_every_seed(random_target: bool, steps: int, compose: Compose, tmp_path: Path) -> None:
+    """``python -m rlzoo.train algo=sac env=MobileRobot`` (the design card's command: the pair's 12k steps, fixed
+    target; best possible ~234.5) and with ``env.random_target=true`` at 30k steps (best possible ~239.2): the mean
+    return of the 100 deterministic test episodes is at least 230 for each of seeds 0, 1, 2."""
+    for seed in SEEDS:
+        overrides = ["algo=sac", "env=MobileRobot", f"env.random_target={str(random_target).lower()}", f"seed={seed}"]
+        cfg = compose([*overrides, f"total_timesteps={steps}", "verbose=0"], run_dir=tmp_path / f"seed{seed}")
+        assert cfg.test_episodes == 100
+        test_return = train(cfg)["test/mean_return"]
+        assert test_return >= 230.0, f"seed {seed}: mean test return {test_return:.2f}"
 
 
 def test_ppo_on_raw_pixels_learns(compose: Compose, tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 - ``total_episodes``: training stops once that many training episodes have ended (summed over envs); the schedules
   (learning rate, exploration ...) still run over ``total_timesteps`` and hold their end values past it.
 - ``progress_bar``: steps (or episodes) done, steps/s and ETA, on stderr.
+- ``max_train_seconds``: training also stops once the run has trained this many wall seconds (the schedules still
+  run over ``total_timesteps``).
 - :class:`RunClock`: the time a run has trained, continued by a resumed run (monitor ``t``, ``time/time_elapsed``).
 """
 
@@ -116,6 +118,18 @@ class RunClock:
         return time.time() - self.start
 
 
+class TimeBudget(BaseCallback):
+    """Stop training once the run's ``clock`` reads ``seconds`` (``max_train_seconds``; a resumed run counts the
+    time it trained before)."""
+
+    def __init__(self, clock: RunClock, seconds: float) -> None:
+        super().__init__()
+        self.clock, self.seconds = clock, seconds
+
+    def _on_step(self) -> bool:
+        return self.clock.elapsed() < self.seconds
+
+
 class ContinueClock(BaseCallback):
     """SB3's ``time/time_elapsed`` (and ``time/fps``, over the whole run) read ``clock`` in a resumed run."""
 
@@ -173,6 +187,10 @@ def learn(
     """``model.learn()`` within the run's budget (the steps left, or episodes), with a progress bar when wanted and,
     in a resumed run, SB3's clock going on from the run's."""
     extra: list[BaseCallback] = [ContinueClock(clock)] if resumed else []
+    if settings.max_train_seconds is not None:
+        if clock.elapsed() >= settings.max_train_seconds:
+            return
+        extra.append(TimeBudget(clock, settings.max_train_seconds))
     horizon: int | None = None
     if settings.total_episodes is not None:
         if episodes_done >= settings.total_episodes:

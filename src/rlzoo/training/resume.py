@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # on how many envs the test episodes run.
 NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_envs")
 # Keys a run dir written before they existed lacks: not compared when the saved config has none.
-ADDED_KEYS = ("total_episodes", "max_test_steps", "test_envs", "env.observation")
+ADDED_KEYS = ("total_episodes", "max_train_seconds", "max_test_steps", "test_envs", "env.observation")
 
 
 @dataclass(frozen=True)

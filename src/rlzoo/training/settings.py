@@ -19,6 +19,7 @@ class RunSettings:
     seed: int = field(default=0, metadata=at_least(0))
     total_timesteps: int = field(default=100_000, metadata=at_least(1))
     total_episodes: int | None = field(default=None, metadata=at_least(1))
+    max_train_seconds: float | None = field(default=None, metadata=at_least(1))
     n_envs: int = field(default=1, metadata=at_least(1))
     vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
     normalize: bool = True

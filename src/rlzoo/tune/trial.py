@@ -35,7 +35,18 @@ TRIAL_FILE = "trial.json"
 # Trial user attributes.
 CONFIG, RUN_DIR, STEPS, ERROR = "config", "run_dir", "steps", "error"
 # The trial config's keys that decide its results: a resumed study must have the same.
-RESULT_KEYS = ("algo", "env", "srl_model", "seed", "total_timesteps", "n_envs", "vec_env", "normalize", "test_episodes")
+RESULT_KEYS = (
+    "algo",
+    "env",
+    "srl_model",
+    "seed",
+    "total_timesteps",
+    "max_train_seconds",
+    "n_envs",
+    "vec_env",
+    "normalize",
+    "test_episodes",
+)
 
 
 def trial_base(values: Mapping[str, Any], settings: TuneSettings) -> dict[str, Any]:
