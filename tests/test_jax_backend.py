@@ -159,15 +159,16 @@ def test_sbx_sac_pendulum_learns(compose: Compose, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_headline_sbx_sac_mobile_robot(compose: Compose, tmp_path: Path) -> None:
-    """The headline on the JAX backend: ``algo=sbx_sac env=MobileRobot`` (tuned pair, 50k steps), random targets,
-    100 deterministic test episodes per seed, 3 seeds. Measured: 234.2 / 234.8 / 240.5 (best possible ~240.5)."""
-    means = []
+    """The headline on the JAX backend: ``algo=sbx_sac env=MobileRobot`` as typed (tuned pair: 12k steps, fixed
+    target), 100 deterministic test episodes per seed: at least 230 for each of seeds 0, 1, 2 (measured 235.31 /
+    234.28 / 235.20; best possible ~234.5)."""
     for seed in (0, 1, 2):
-        cfg = compose(["algo=sbx_sac", "env=MobileRobot", "env.random_target=true", f"seed={seed}", "verbose=0"],
-                      run_dir=tmp_path / f"seed{seed}")  # fmt: skip
-        assert cfg.total_timesteps == 50_000 and cfg.test_episodes == 100
-        means.append(train(cfg)["test/mean_return"])
-    assert np.mean(means) >= 230.0, f"mean test returns per seed: {means}"
+        cfg = compose(
+            ["algo=sbx_sac", "env=MobileRobot", f"seed={seed}", "verbose=0"], run_dir=tmp_path / f"seed{seed}"
+        )
+        assert cfg.total_timesteps == 12_000 and cfg.test_episodes == 100
+        test_return = train(cfg)["test/mean_return"]
+        assert test_return >= 230.0, f"seed {seed}: mean test return {test_return:.2f}"
 
 
 def test_one_xla_thread_unless_the_user_sets_xla_flags(monkeypatch: pytest.MonkeyPatch, compose: Compose) -> None:
