@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -42,11 +42,9 @@ class NoisyLinear(nn.Module):
         self.in_features = in_features
         self.reset_noise()
 
-    @torch.no_grad()
     def reset_noise(self) -> None:
         """Draw new factorised noise f(ε) = sign(ε)·√|ε| for the inputs and outputs."""
-        noise = self.noise.normal_()
-        noise.copy_(noise.sign() * noise.abs().sqrt())
+        draw_noise(self.noise)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training:
@@ -54,6 +52,19 @@ class NoisyLinear(nn.Module):
         eps_in, eps_out = self.noise[: self.in_features], self.noise[self.in_features :]
         weight = torch.addcmul(self.weight_mu, self.weight_sigma, torch.outer(eps_out, eps_in))
         return nn.functional.linear(x, weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out))
+
+
+@torch.no_grad()
+def draw_noise(noise: torch.Tensor) -> None:
+    """Fill ``noise`` in place with f(ε) = sign(ε)·√|ε|, ε ~ N(0, 1) (four tensor operations, whatever its size)."""
+    sign = noise.normal_().sign()
+    noise.abs_().sqrt_().mul_(sign)
+
+
+def _set_mode(modules: Iterable[nn.Module], mode: bool) -> None:
+    """Set ``training`` on each module directly (``nn.Module.__setattr__`` is slow on a per-step path)."""
+    for module in modules:
+        module.__dict__["training"] = mode
 
 
 def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Module:
@@ -116,6 +127,8 @@ class QPolicy(BasePolicy):
     ``v_min``, ``v_max``).
     """
 
+    all_noise: torch.Tensor
+
     def __init__(
         self,
         observation_space: spaces.Space,
@@ -152,6 +165,10 @@ class QPolicy(BasePolicy):
         self.q_net_target = self._make_q_net()
         self._noisy_layers = [m for m in self.q_net.modules() if isinstance(m, NoisyLinear)]
         self._target_noisy_layers = [m for m in self.q_net_target.modules() if isinstance(m, NoisyLinear)]
+        self._online_noise = sum(layer.noise.numel() for layer in self._noisy_layers)
+        self.register_buffer("all_noise", torch.zeros(2 * self._online_noise), persistent=False)
+        self._bind_noise()
+        self.reset_noise()
         nets = (self.q_net, self.q_net_target) if self._noisy_layers else (self.q_net,)
         self._switched = [module for net in nets for module in net.modules()]  # whose mode set_training_mode sets
         self.q_net_target.load_state_dict(self.q_net.state_dict())
@@ -169,6 +186,21 @@ class QPolicy(BasePolicy):
             self.normalize_images,
             **self.head,
         )
+
+    def _bind_noise(self) -> None:
+        """Make each noisy layer's noise a slice of ``all_noise`` (online layers, then the target's): one draw."""
+        offset = 0
+        for layer in (*self._noisy_layers, *self._target_noisy_layers):
+            size = layer.noise.numel()
+            layer.noise = self.all_noise[offset : offset + size]
+            offset += size
+
+    def _apply(self, fn: Any, recurse: bool = True) -> QPolicy:
+        """As ``nn.Module._apply`` (``.to(device)`` ...), then the noisy layers' slices bound to the moved buffer."""
+        super()._apply(fn, recurse)
+        if "all_noise" in self._buffers:
+            self._bind_noise()
+        return self
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
@@ -201,30 +233,26 @@ class QPolicy(BasePolicy):
 
     def reset_noise(self) -> None:
         """New noise for the noisy layers of the network and of its target (once per step)."""
-        for layer in (*self._noisy_layers, *self._target_noisy_layers):
-            layer.reset_noise()
+        if self._noisy_layers:
+            draw_noise(self.all_noise)
 
     @contextlib.contextmanager
     def noise(self, on: bool) -> Iterator[None]:
         """Noisy layers act on newly drawn noise inside this block when ``on`` (on their mean weights otherwise)."""
         layers = self._noisy_layers
         modes = [layer.training for layer in layers]
-        if on:
-            for layer in layers:
-                layer.reset_noise()
-        for layer in layers:
-            layer.training = on
+        if on and layers:
+            draw_noise(self.all_noise[: self._online_noise])
+        _set_mode(layers, on)
         try:
             yield
         finally:
             for layer, mode in zip(layers, modes, strict=True):
-                layer.training = mode
+                layer.__dict__["training"] = mode
 
     def set_training_mode(self, mode: bool) -> None:
         """Train or eval mode for the network (and its target, whose noisy layers sample noise in training too);
         a no-op when the mode does not change (``predict`` sets eval mode at every step)."""
         if self.training == mode and self.q_net.training == mode:
             return
-        for module in self._switched:  # set directly, not by nn.Module.train's recursion
-            module.training = mode
-        self.training = mode
+        _set_mode([*self._switched, self], mode)  # set directly, not by nn.Module.train's recursion
