@@ -40,6 +40,25 @@ def test_sum_tree_draws_in_proportion_to_priorities() -> None:
     assert set(draws.tolist()) == {0, 2} and 0.65 < (draws == 2).mean() < 0.85
 
 
+def test_deep_sum_tree_finds_each_leaf_on_its_own_mass_and_draws_in_proportion() -> None:
+    rng = np.random.default_rng(1)
+    tree = SumTree(100, branching=4)  # 4 levels: 4 x 4 x 4 x 4 = 256 leaves, 100 used
+    assert [len(level) for level in tree.levels] == [100, 28, 8, 4]
+    priorities = rng.uniform(0.1, 1.0, 100) * (rng.random(100) < 0.8)  # some leaves never drawn
+    tree[np.arange(100)] = priorities
+    tree[np.array([7, 7])] = np.array([0.5, 0.5])  # an index listed twice
+    priorities[7] = 0.5
+    cumulative = np.cumsum(priorities)
+    assert tree.total == pytest.approx(cumulative[-1])
+    positive = np.flatnonzero(priorities)
+    starts, ends = (cumulative - priorities)[positive], cumulative[positive]
+    assert (tree.find(starts + 1e-9) == positive).all() and (tree.find(ends - 1e-9) == positive).all()
+    draws = np.bincount(tree.find(rng.uniform(0, tree.total, 200_000)), minlength=100)
+    expected = 200_000 * priorities / cumulative[-1]
+    assert draws[priorities == 0].sum() == 0
+    assert np.abs(draws - expected).max() < 5 * np.sqrt(expected.max())  # binomial counts: std ≤ √expected
+
+
 def fill(buffer: PrioritizedReplayBuffer, rewards: list[float], dones: list[bool]) -> None:
     for i, (reward, done) in enumerate(zip(rewards, dones, strict=True)):
         obs = np.array([[float(i)]], dtype=np.float32)

@@ -7,6 +7,7 @@ importance-sampling weight (N·P(i))^(-β) / max over the batch, β annealed to 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -16,39 +17,47 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 
 class SumTree:
-    """A binary tree whose every node holds the sum of its children: O(log n) updates and proportional draws,
-    vectorised over a batch with numpy."""
+    """A tree whose every node holds the sum of its ``branching`` children, one numpy array per level: updates and
+    proportional draws are a few array operations per level, vectorised over a batch (32 children: 3 levels for
+    32,768 leaves, against 15 for a binary tree)."""
 
-    def __init__(self, size: int) -> None:
-        self.capacity = 1 << max(size - 1, 0).bit_length()
-        self.depth = self.capacity.bit_length() - 1  # levels below the root
-        self.nodes = np.zeros(2 * self.capacity)
-        self._pairs = self.nodes.reshape(-1, 2)  # a view: row i holds nodes 2i and 2i + 1, the children of node i
+    def __init__(self, size: int, branching: int = 32) -> None:
+        self.branching = branching
+        ones = np.ones((branching, branching))
+        self._prefix = np.hstack([np.triu(ones, 1), np.triu(ones)])  # x @ _prefix: x's exclusive, inclusive cumsums
+        self.levels: list[np.ndarray] = []  # the leaves first, up to the root's children; each padded with zeros
+        width = max(size, 1)
+        while not self.levels or len(self.levels[-1]) > branching:
+            self.levels.append(np.zeros(-(-width // branching) * branching))
+            width = len(self.levels[-1]) // branching
 
     @property
     def total(self) -> float:
-        return float(self.nodes[1])
+        return float(self.levels[-1].sum())
 
     def __getitem__(self, leaves: np.ndarray) -> np.ndarray:
-        return self.nodes[leaves + self.capacity]
+        return self.levels[0][leaves]
 
     def __setitem__(self, leaves: np.ndarray, values: np.ndarray) -> None:
-        nodes = np.asarray(leaves) + self.capacity
-        self.nodes[nodes] = values
-        parents = nodes >> np.arange(1, self.depth + 1)[:, None]  # every ancestor, level by level up to the root
-        for level in parents:  # a parent listed twice gets the same sum twice
-            self.nodes[level] = self._pairs[level].sum(axis=1)
+        nodes = np.asarray(leaves)
+        self.levels[0][nodes] = values
+        for children, parents in itertools.pairwise(self.levels):  # a parent listed twice gets the same sum twice
+            nodes = nodes // self.branching
+            parents[nodes] = children.reshape(-1, self.branching)[nodes].sum(axis=1)
 
     def find(self, masses: np.ndarray) -> np.ndarray:
         """The leaves where the cumulative sum first exceeds each of ``masses`` (each in [0, total))."""
-        nodes = np.ones(len(masses), dtype=np.int64)
+        rows = np.arange(len(masses))
+        nodes = np.zeros(len(masses), dtype=np.int64)
         masses = masses.copy()
-        for _ in range(self.depth):
-            left = self._pairs[nodes, 0]
-            right = masses >= left
-            masses -= np.where(right, left, 0.0)
-            nodes = 2 * nodes + right
-        return nodes - self.capacity
+        for level in reversed(self.levels):
+            sums = level.reshape(-1, self.branching)[nodes] @ self._prefix
+            before, through = sums[:, : self.branching], sums[:, self.branching :]  # children's mass left of / up to
+            through[:, -1] = np.inf  # a mass at or past the block's sum (float round-off) falls in its last child
+            child = (through > masses[:, None]).argmax(axis=1)
+            masses -= before[rows, child]
+            nodes = nodes * self.branching + child
+        return nodes
 
 
 class Batch(NamedTuple):
