@@ -97,6 +97,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.tree = SumTree(self.buffer_size * self.n_envs)
         self.max_priority = 1.0
         self._added: list[int] = []  # rows added since the tree was last written (written in one go when read)
+        self._offsets = np.arange(n_steps)
+        self._powers = gamma ** np.arange(n_steps + 1)
 
     def add(self, *args: Any, **kwargs: Any) -> None:
         self._added.append(self.pos)
@@ -135,28 +137,32 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self, rows: np.ndarray, envs: np.ndarray, weights: np.ndarray, flat: np.ndarray, env: VecNormalize | None
     ) -> Batch:
         """n-step transitions starting at (``rows``, ``envs``): a window stops at an episode end or the newest row."""
-        offsets = np.arange(self.n_steps)
-        steps = (rows[:, None] + offsets) % self.buffer_size
+        steps = (rows[:, None] + self._offsets) % self.buffer_size
         column = envs[:, None]
         ends = np.logical_or(self.dones[steps, column], self.timeouts[steps, column])
         ends |= steps == (self.pos - 1) % self.buffer_size  # the row after the newest holds older data
-        last = np.where(ends.any(axis=1), ends.argmax(axis=1), self.n_steps - 1)
-        within = offsets <= last[:, None]
+        ends[:, -1] = True  # a window holds n_steps steps at most
+        last = ends.argmax(axis=1)
+        discounts = self._powers[:-1] * (self._offsets <= last[:, None])  # gamma^k within the window, 0 past it
         rewards = self._normalize_reward(self.rewards[steps, column], env)
-        returns = (rewards * self.gamma**offsets * within).sum(axis=1)
         final = steps[np.arange(len(rows)), last]
         dones = self.dones[final, envs] * (1 - self.timeouts[final, envs])
-        to = self.to_torch
+        scalars = np.stack([dones, (rewards * discounts).sum(axis=1), self._powers[last + 1], weights])
+        dones_, returns, bootstrap, weights_ = self._tensor(scalars.astype(np.float32))  # one conversion, four rows
         return Batch(
-            to(self._normalize_obs(self.observations[rows, envs], env)),  # type: ignore[arg-type]
-            to(self.actions[rows, envs]),
-            to(self._normalize_obs(self.next_observations[final, envs], env)),  # type: ignore[arg-type]
-            to(dones.astype(np.float32)),
-            to(returns.astype(np.float32)),
-            to((self.gamma ** (last + 1)).astype(np.float32)),
-            to(weights.astype(np.float32)),
+            self._tensor(self._normalize_obs(self.observations[rows, envs], env)),  # type: ignore[arg-type]
+            self._tensor(self.actions[rows, envs]),
+            self._tensor(self._normalize_obs(self.next_observations[final, envs], env)),  # type: ignore[arg-type]
+            dones_,
+            returns,
+            bootstrap,
+            weights_,
             flat,
         )
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        """A tensor on the buffer's device from an array drawn for this batch (no copy on the CPU)."""
+        return torch.from_numpy(array).to(self.device)
 
 
 def sample_batch(
