@@ -46,12 +46,21 @@ class NoisyLinear(nn.Module):
         """Draw new factorised noise f(ε) = sign(ε)·√|ε| for the inputs and outputs."""
         draw_noise(self.noise)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The weight and bias this layer applies now: noisy in training mode, the means in eval mode."""
         if not self.training:
-            return nn.functional.linear(x, self.weight_mu, self.bias_mu)
+            return self.weight_mu, self.bias_mu
         eps_in, eps_out = self.noise[: self.in_features], self.noise[self.in_features :]
         weight = torch.addcmul(self.weight_mu, self.weight_sigma, torch.outer(eps_out, eps_in))
-        return nn.functional.linear(x, weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out))
+        return weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(x, *self.weights())
+
+
+def _weights(layer: nn.Linear | NoisyLinear) -> tuple[torch.Tensor, torch.Tensor]:
+    """The weight and bias a linear or noisy layer applies now."""
+    return layer.weights() if isinstance(layer, NoisyLinear) else (layer.weight, layer.bias)
 
 
 @torch.no_grad()
@@ -67,7 +76,7 @@ def _set_mode(modules: Iterable[nn.Module], mode: bool) -> None:
         module.__dict__["training"] = mode
 
 
-def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Module:
+def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Linear | NoisyLinear:
     return nn.Linear(n_in, n_out) if noisy_std is None else NoisyLinear(n_in, n_out, noisy_std)
 
 
@@ -87,6 +96,8 @@ class QModule(nn.Module):
     :param noisy_std: sigma0 of noisy layers (hidden and output layers), or None for plain linear layers.
     :param n_atoms: atoms of each action's value distribution (1: plain Q-values).
     """
+
+    centre: torch.Tensor
 
     def __init__(
         self,
@@ -109,14 +120,26 @@ class QModule(nn.Module):
         self.hidden = _hidden(sizes, activation_fn, noisy_std)
         self.advantage = _linear(sizes[-1], n_actions * n_atoms, noisy_std)
         self.value = _linear(sizes[-1], n_atoms, noisy_std) if dueling else None
+        # I - 1/n: centres the advantages over the actions (not saved: a constant)
+        centre = torch.eye(n_actions) - 1 / n_actions
+        self.register_buffer("centre", centre, persistent=False)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         obs = preprocess_obs(observations, self.observation_space, normalize_images=self.normalize_images)
         features = self.hidden(self.features_extractor(obs))
-        out = self.advantage(features).view(-1, self.n_actions, self.n_atoms)
-        if self.value is not None:
-            out = self.value(features).view(-1, 1, self.n_atoms) + out - out.mean(dim=1, keepdim=True)
+        weight, bias = self._head_weights() if self.value is not None else _weights(self.advantage)
+        out = nn.functional.linear(features, weight, bias).view(-1, self.n_actions, self.n_atoms)
         return out.squeeze(-1) if self.n_atoms == 1 else out
+
+    def _head_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The dueling head as one linear layer: V + A - mean_a(A) is linear in the last hidden layer, so its weight
+        and bias are the value's plus the advantage's centred over the actions (two small products per forward
+        instead of a second layer, a mean and two sums on every row)."""
+        assert self.value is not None
+        (weight, bias), (value_weight, value_bias) = _weights(self.advantage), _weights(self.value)
+        weight = torch.addmm(value_weight.reshape(1, -1), self.centre, weight.reshape(self.n_actions, -1))
+        bias = torch.addmm(value_bias.reshape(1, -1), self.centre, bias.reshape(self.n_actions, -1))
+        return weight.reshape(self.n_actions * self.n_atoms, -1), bias.reshape(-1)
 
 
 class QPolicy(BasePolicy):
