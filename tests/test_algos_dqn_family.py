@@ -10,11 +10,12 @@ import pytest
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from conftest import TINY_OFF_POLICY, Compose
 from rlzoo import preset
 from rlzoo.algos.dqn_family import CategoricalDQN, DeepQ, PrioritizedDQN, Rainbow
-from rlzoo.approximation.q_networks import NoisyLinear
+from rlzoo.approximation.q_networks import NoisyLinear, QModule
 from rlzoo.approximation.replay_buffers import PrioritizedReplayBuffer, SumTree
 from rlzoo.errors import ConfigError
 from rlzoo.train import train
@@ -99,6 +100,18 @@ def test_noisy_layer_keeps_its_noise_until_drawn_again_and_none_in_eval_mode() -
     mean = torch.nn.functional.linear(x, layer.weight_mu, layer.bias_mu)
     assert torch.equal(layer(x), mean)
     assert "noise" not in layer.state_dict()  # the noise is not saved
+
+
+@pytest.mark.parametrize(("n_atoms", "noisy_std"), [(1, None), (5, 0.5)])
+def test_dueling_head_is_value_plus_centred_advantages(n_atoms: int, noisy_std: float | None) -> None:
+    space = spaces.Box(-1, 1, (4,))
+    net = QModule(FlattenExtractor(space), space, 3, [16], torch.nn.ReLU, True, True, noisy_std, n_atoms)
+    x = torch.randn(8, 4)
+    features = net.hidden(x)
+    advantages = net.advantage(features).view(8, 3, n_atoms)
+    assert net.value is not None
+    expected = net.value(features).view(8, 1, n_atoms) + advantages - advantages.mean(dim=1, keepdim=True)
+    torch.testing.assert_close(net(x), expected.squeeze(-1) if n_atoms == 1 else expected)
 
 
 def test_policy_draws_all_noise_at_once_and_acting_redraws_only_the_online_network() -> None:
