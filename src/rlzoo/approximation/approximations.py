@@ -192,6 +192,7 @@ class QDist(Approximation):
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, support: torch.Tensor, **kwargs: Any):
         super().__init__(model, optimizer, **kwargs)
         self.support = support
+        self._bounds = float(support[0]), float(support[-1])  # read once: .item() calls on every projection otherwise
 
     def __call__(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
         return _select(self.model(observations).softmax(-1), actions)
@@ -216,14 +217,13 @@ class QDist(Approximation):
     def project(self, returns: torch.Tensor, probabilities: torch.Tensor) -> torch.Tensor:
         """Project the distribution with atoms moved to ``returns`` (batch, atoms) back onto the support
         (Bellemare et al., 2017, Algorithm 1): each atom's mass is split between its two nearest support atoms."""
-        v_min, v_max = float(self.support[0]), float(self.support[-1])
-        delta = (v_max - v_min) / (len(self.support) - 1)
-        position = (returns.clamp(v_min, v_max) - v_min) / delta
-        lower, upper = position.floor().long(), position.ceil().long()
-        projected = torch.zeros_like(probabilities)
-        projected.scatter_add_(-1, lower, probabilities * (upper - position + (lower == upper).float()))
-        projected.scatter_add_(-1, upper, probabilities * (position - lower))
-        return projected
+        (v_min, v_max), last = self._bounds, len(self.support) - 1
+        position = (returns.clamp(v_min, v_max) - v_min) * (last / (v_max - v_min))
+        lower = position.floor()
+        upper_share = probabilities * (position - lower)  # an atom on the support puts all its mass on ``lower``
+        index = lower.long()
+        projected = torch.zeros_like(probabilities).scatter_add_(-1, index, probabilities - upper_share)
+        return projected.scatter_add_(-1, (index + 1).clamp_max_(last), upper_share)
 
 
 class VNetwork(Approximation):
