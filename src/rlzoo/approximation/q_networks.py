@@ -126,7 +126,9 @@ class QModule(nn.Module):
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         obs = preprocess_obs(observations, self.observation_space, normalize_images=self.normalize_images)
-        features = self.hidden(self.features_extractor(obs))
+        features = self.features_extractor(obs)
+        for layer in self.hidden:  # forward() itself: no per-module call machinery (hooks) on a per-step path
+            features = layer.forward(features)
         weight, bias = self._head_weights() if self.value is not None else _weights(self.advantage)
         out = nn.functional.linear(features, weight, bias).view(-1, self.n_actions, self.n_atoms)
         return out.squeeze(-1) if self.n_atoms == 1 else out
