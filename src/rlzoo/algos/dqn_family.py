@@ -192,7 +192,7 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
     def _prioritize(self, batch: Batch, errors: torch.Tensor) -> None:
         if batch.indices is not None:
             assert isinstance(self.replay_buffer, PrioritizedReplayBuffer)
-            self.replay_buffer.update_priorities(batch.indices, errors.abs().cpu().numpy())
+            self.replay_buffer.update_priorities(batch.indices, errors.cpu().numpy())  # made absolute there
 
     def train(self, gradient_steps: int, batch_size: int = 32) -> None:
         """``gradient_steps`` updates of the Q-network on replayed n-step transitions."""
