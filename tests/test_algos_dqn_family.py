@@ -129,6 +129,8 @@ def test_policy_draws_all_noise_at_once_and_acting_redraws_only_the_online_netwo
     assert all(not torch.equal(a, layer.noise) for a, layer in zip(after, online + target, strict=True))
     noise = policy.all_noise
     assert abs(float(noise.pow(4).mean()) - 1) < 0.35  # f(ε)⁴ = ε², of mean 1 (std 0.07 over these 410 draws)
+    policy.to(torch.float64)  # a move: every layer's noise and its in/out views follow the policy's buffer
+    assert all(layer.noise._base is layer._eps[1]._base is policy.all_noise for layer in online + target)
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

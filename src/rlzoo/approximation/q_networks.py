@@ -40,7 +40,19 @@ class NoisyLinear(nn.Module):
         # f(ε) of the inputs' then the outputs' noise, written in place (not saved: drawn again after loading)
         self.register_buffer("noise", torch.zeros(in_features + out_features), persistent=False)
         self.in_features = in_features
+        self.bind_noise(self.noise)
         self.reset_noise()
+
+    def bind_noise(self, noise: torch.Tensor) -> None:
+        """Use ``noise`` (in_features + out_features values, drawn in place) as this layer's noise."""
+        self.noise = noise
+        self._eps = noise[: self.in_features], noise[self.in_features :]  # views, kept: no slicing per forward
+
+    def _apply(self, fn: Any, recurse: bool = True) -> NoisyLinear:
+        """As ``nn.Module._apply`` (``.to(device)`` ...), then the views bound to the moved buffer."""
+        super()._apply(fn, recurse)
+        self.bind_noise(self.noise)
+        return self
 
     def reset_noise(self) -> None:
         """Draw new factorised noise f(ε) = sign(ε)·√|ε| for the inputs and outputs."""
@@ -50,7 +62,7 @@ class NoisyLinear(nn.Module):
         """The weight and bias this layer applies now: noisy in training mode, the means in eval mode."""
         if not self.training:
             return self.weight_mu, self.bias_mu
-        eps_in, eps_out = self.noise[: self.in_features], self.noise[self.in_features :]
+        eps_in, eps_out = self._eps
         weight = torch.addcmul(self.weight_mu, self.weight_sigma, torch.outer(eps_out, eps_in))
         return weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out)
 
@@ -217,7 +229,7 @@ class QPolicy(BasePolicy):
         offset = 0
         for layer in (*self._noisy_layers, *self._target_noisy_layers):
             size = layer.noise.numel()
-            layer.noise = self.all_noise[offset : offset + size]
+            layer.bind_noise(self.all_noise[offset : offset + size])
             offset += size
 
     def _apply(self, fn: Any, recurse: bool = True) -> QPolicy:
