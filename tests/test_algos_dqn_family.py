@@ -41,9 +41,10 @@ def test_sum_tree_draws_in_proportion_to_priorities() -> None:
     assert set(draws.tolist()) == {0, 2} and 0.65 < (draws == 2).mean() < 0.85
 
 
-def test_deep_sum_tree_finds_each_leaf_on_its_own_mass_and_draws_in_proportion() -> None:
+@pytest.mark.parametrize("searched", [4, 100])  # descend from the root's children, or search the leaves' sums
+def test_deep_sum_tree_finds_each_leaf_on_its_own_mass_and_draws_in_proportion(searched: int) -> None:
     rng = np.random.default_rng(1)
-    tree = SumTree(100, branching=4)  # 4 levels: 4 x 4 x 4 x 4 = 256 leaves, 100 used
+    tree = SumTree(100, branching=4, searched=searched)  # 4 levels: 4 x 4 x 4 x 4 = 256 leaves, 100 used
     assert [len(level) for level in tree.levels] == [100, 28, 8, 4]
     priorities = rng.uniform(0.1, 1.0, 100) * (rng.random(100) < 0.8)  # some leaves never drawn
     tree[np.arange(100)] = priorities

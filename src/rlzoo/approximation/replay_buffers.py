@@ -19,9 +19,13 @@ from stable_baselines3.common.vec_env import VecNormalize
 class SumTree:
     """A tree whose every node holds the sum of its ``branching`` children, one numpy array per level: updates and
     proportional draws are a few array operations per level, vectorised over a batch (32 children: 3 levels for
-    32,768 leaves, against 15 for a binary tree)."""
+    32,768 leaves, against 15 for a binary tree).
 
-    def __init__(self, size: int, branching: int = 32) -> None:
+    :param searched: draws search the running sums of the first level of at most this many nodes (one cumulative sum
+        and one binary search), then go down the levels below it; for up to this many leaves, no level is descended.
+    """
+
+    def __init__(self, size: int, branching: int = 32, searched: int = 4096) -> None:
         self.branching = branching
         ones = np.ones((branching, branching))
         self._prefix = np.hstack([np.triu(ones, 1), np.triu(ones)])  # x @ _prefix: x's exclusive, inclusive cumsums
@@ -30,6 +34,7 @@ class SumTree:
         while not self.levels or len(self.levels[-1]) > branching:
             self.levels.append(np.zeros(-(-width // branching) * branching))
             width = len(self.levels[-1]) // branching
+        self._searched = next(i for i, level in enumerate(self.levels) if len(level) <= max(searched, branching))
 
     @property
     def total(self) -> float:
@@ -47,10 +52,12 @@ class SumTree:
 
     def find(self, masses: np.ndarray) -> np.ndarray:
         """The leaves where the cumulative sum first exceeds each of ``masses`` (each in [0, total))."""
+        start = self._searched
+        cumulative = np.cumsum(self.levels[start])
+        nodes = np.minimum(np.searchsorted(cumulative, masses, side="right"), len(cumulative) - 1)
+        masses = masses - np.where(nodes > 0, cumulative[nodes - 1], 0.0)
         rows = np.arange(len(masses))
-        nodes = np.zeros(len(masses), dtype=np.int64)
-        masses = masses.copy()
-        for level in reversed(self.levels):
+        for level in reversed(self.levels[:start]):
             sums = level.reshape(-1, self.branching)[nodes] @ self._prefix
             before, through = sums[:, : self.branching], sums[:, self.branching :]  # children's mass left of / up to
             through[:, -1] = np.inf  # a mass at or past the block's sum (float round-off) falls in its last child
