@@ -16,7 +16,7 @@ from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
 from rlzoo.algos.shell import ApproximationShell
-from rlzoo.approximation.approximations import Approximation, QDist, QNetwork, TargetNetwork
+from rlzoo.approximation.approximations import Approximation, QDist, QNetwork, TargetNetwork, _clip_grad_norm_
 from rlzoo.approximation.q_networks import QPolicy
 from rlzoo.approximation.replay_buffers import sample_batch
 
@@ -69,6 +69,19 @@ def test_reinforce_clips_schedules_steps_moves_target_and_logs() -> None:
     g = QNetwork(model, torch.optim.SGD(model.parameters(), lr=1.0))
     g.load_state_dict(state)
     assert g.updates == 2
+
+
+@pytest.mark.parametrize("scale", [1e-3, 10.0])
+def test_gradient_clipping_is_torchs(scale: float) -> None:
+    parameters = [nn.Parameter(torch.zeros(4, 3)), nn.Parameter(torch.zeros(3)), nn.Parameter(torch.zeros(2))]
+    grads = [torch.randn(p.shape) * scale for p in parameters[:2]]  # the last parameter has no gradient
+    results = []
+    for clip in (nn.utils.clip_grad_norm_, _clip_grad_norm_):
+        for parameter, grad in zip(parameters, grads, strict=False):
+            parameter.grad = grad.clone()
+        results.append((clip(parameters, 1.0), [p.grad.clone() for p in parameters[:2]]))
+    (norm, clipped), (own_norm, own_clipped) = results
+    assert torch.equal(norm, own_norm) and all(torch.equal(a, b) for a, b in zip(clipped, own_clipped, strict=True))
 
 
 def test_eval_switches_dropout_off_without_changing_mode() -> None:

@@ -10,11 +10,12 @@ import pytest
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from conftest import TINY_OFF_POLICY, Compose
 from rlzoo import preset
 from rlzoo.algos.dqn_family import CategoricalDQN, DeepQ, PrioritizedDQN, Rainbow
-from rlzoo.approximation.q_networks import NoisyLinear
+from rlzoo.approximation.q_networks import NoisyLinear, QModule
 from rlzoo.approximation.replay_buffers import PrioritizedReplayBuffer, SumTree
 from rlzoo.errors import ConfigError
 from rlzoo.train import train
@@ -38,6 +39,26 @@ def test_sum_tree_draws_in_proportion_to_priorities() -> None:
     tree[np.array([4])] = np.array([0.0])
     draws = tree.find(np.random.default_rng(0).uniform(0, tree.total, 1000))
     assert set(draws.tolist()) == {0, 2} and 0.65 < (draws == 2).mean() < 0.85
+
+
+@pytest.mark.parametrize("searched", [4, 100])  # descend from the root's children, or search the leaves' sums
+def test_deep_sum_tree_finds_each_leaf_on_its_own_mass_and_draws_in_proportion(searched: int) -> None:
+    rng = np.random.default_rng(1)
+    tree = SumTree(100, branching=4, searched=searched)  # 4 levels: 4 x 4 x 4 x 4 = 256 leaves, 100 used
+    assert [len(level) for level in tree.levels] == [100, 28, 8, 4]
+    priorities = rng.uniform(0.1, 1.0, 100) * (rng.random(100) < 0.8)  # some leaves never drawn
+    tree[np.arange(100)] = priorities
+    tree[np.array([7, 7])] = np.array([0.5, 0.5])  # an index listed twice
+    priorities[7] = 0.5
+    cumulative = np.cumsum(priorities)
+    assert tree.total == pytest.approx(cumulative[-1])
+    positive = np.flatnonzero(priorities)
+    starts, ends = (cumulative - priorities)[positive], cumulative[positive]
+    assert (tree.find(starts + 1e-9) == positive).all() and (tree.find(ends - 1e-9) == positive).all()
+    draws = np.bincount(tree.find(rng.uniform(0, tree.total, 200_000)), minlength=100)
+    expected = 200_000 * priorities / cumulative[-1]
+    assert draws[priorities == 0].sum() == 0
+    assert np.abs(draws - expected).max() < 5 * np.sqrt(expected.max())  # binomial counts: std ≤ √expected
 
 
 def fill(buffer: PrioritizedReplayBuffer, rewards: list[float], dones: list[bool]) -> None:
@@ -80,6 +101,37 @@ def test_noisy_layer_keeps_its_noise_until_drawn_again_and_none_in_eval_mode() -
     mean = torch.nn.functional.linear(x, layer.weight_mu, layer.bias_mu)
     assert torch.equal(layer(x), mean)
     assert "noise" not in layer.state_dict()  # the noise is not saved
+
+
+@pytest.mark.parametrize(("n_atoms", "noisy_std"), [(1, None), (5, 0.5)])
+def test_dueling_head_is_value_plus_centred_advantages(n_atoms: int, noisy_std: float | None) -> None:
+    space = spaces.Box(-1, 1, (4,))
+    net = QModule(FlattenExtractor(space), space, 3, [16], torch.nn.ReLU, True, True, noisy_std, n_atoms)
+    x = torch.randn(8, 4)
+    features = net.hidden(x)
+    advantages = net.advantage(features).view(8, 3, n_atoms)
+    assert net.value is not None
+    expected = net.value(features).view(8, 1, n_atoms) + advantages - advantages.mean(dim=1, keepdim=True)
+    torch.testing.assert_close(net(x), expected.squeeze(-1) if n_atoms == 1 else expected)
+
+
+def test_policy_draws_all_noise_at_once_and_acting_redraws_only_the_online_network() -> None:
+    policy = Rainbow("MlpPolicy", "CartPole-v1", seed=0, **TINY).policy.to("cpu")
+    online, target = policy._noisy_layers, policy._target_noisy_layers
+    assert len(online) == len(target) == 3  # hidden, advantage and value layers
+    assert all(layer.noise._base is policy.all_noise for layer in online + target)  # slices of one buffer
+    before = [layer.noise.clone() for layer in online + target]
+    with policy.noise(True):
+        assert all(layer.training for layer in online)
+    after = [layer.noise.clone() for layer in online + target]
+    assert all(not torch.equal(a, b) for a, b in zip(before[:3], after[:3], strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(before[3:], after[3:], strict=True))
+    policy.reset_noise()
+    assert all(not torch.equal(a, layer.noise) for a, layer in zip(after, online + target, strict=True))
+    noise = policy.all_noise
+    assert abs(float(noise.pow(4).mean()) - 1) < 0.35  # f(ε)⁴ = ε², of mean 1 (std 0.07 over these 410 draws)
+    policy.to(torch.float64)  # a move: every layer's noise and its in/out views follow the policy's buffer
+    assert all(layer.noise._base is layer._eps[1]._base is policy.all_noise for layer in online + target)
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

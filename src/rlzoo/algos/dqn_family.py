@@ -192,7 +192,7 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
     def _prioritize(self, batch: Batch, errors: torch.Tensor) -> None:
         if batch.indices is not None:
             assert isinstance(self.replay_buffer, PrioritizedReplayBuffer)
-            self.replay_buffer.update_priorities(batch.indices, errors.abs().cpu().numpy())
+            self.replay_buffer.update_priorities(batch.indices, errors.cpu().numpy())  # made absolute there
 
     def train(self, gradient_steps: int, batch_size: int = 32) -> None:
         """``gradient_steps`` updates of the Q-network on replayed n-step transitions."""
@@ -232,10 +232,12 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         vectorized = is_vectorized_observation(observation, self.observation_space)  # type: ignore[arg-type]  # takes dicts too
         n = len(next(iter(observation.values())) if isinstance(observation, dict) else observation) if vectorized else 1
         explore = np.random.rand(n) < self.exploration_rate
-        random = np.random.randint(self.action_space.n, size=n)
+        random = np.random.randint(int(self.action_space.n), size=n)
         if explore.all():
             return (random if vectorized else random.reshape(())), state
         action, state = self.policy.predict(observation, state, episode_start, deterministic)
+        if not explore.any():
+            return action, state
         return np.where(explore, random, action.reshape(n)).reshape(np.shape(action)), state
 
 

@@ -96,6 +96,7 @@ class Approximation:
         self.name = name
         self.log = log
         self.updates = 0
+        self._parameters = list(model.parameters())  # listed once: walking the modules costs more than clipping
 
     def __call__(self, *inputs: Any) -> Any:
         """The model's output, with gradients (for the loss)."""
@@ -133,7 +134,7 @@ class Approximation:
     def step(self) -> Approximation:
         """Clip the gradient, set the scheduled learning rate, step, move the target, zero the gradient."""
         if self.clip_grad:
-            norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad)
+            norm = _clip_grad_norm_(self._parameters, self.clip_grad)
             if self.log is not None:
                 self.log(f"train/{self.name}_grad_norm", float(norm))
         if self.lr_schedule is not None:
@@ -192,6 +193,7 @@ class QDist(Approximation):
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, support: torch.Tensor, **kwargs: Any):
         super().__init__(model, optimizer, **kwargs)
         self.support = support
+        self._bounds = float(support[0]), float(support[-1])  # read once: .item() calls on every projection otherwise
 
     def __call__(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
         return _select(self.model(observations).softmax(-1), actions)
@@ -216,14 +218,13 @@ class QDist(Approximation):
     def project(self, returns: torch.Tensor, probabilities: torch.Tensor) -> torch.Tensor:
         """Project the distribution with atoms moved to ``returns`` (batch, atoms) back onto the support
         (Bellemare et al., 2017, Algorithm 1): each atom's mass is split between its two nearest support atoms."""
-        v_min, v_max = float(self.support[0]), float(self.support[-1])
-        delta = (v_max - v_min) / (len(self.support) - 1)
-        position = (returns.clamp(v_min, v_max) - v_min) / delta
-        lower, upper = position.floor().long(), position.ceil().long()
-        projected = torch.zeros_like(probabilities)
-        projected.scatter_add_(-1, lower, probabilities * (upper - position + (lower == upper).float()))
-        projected.scatter_add_(-1, upper, probabilities * (position - lower))
-        return projected
+        (v_min, v_max), last = self._bounds, len(self.support) - 1
+        position = (returns.clamp(v_min, v_max) - v_min) * (last / (v_max - v_min))
+        lower = position.floor()
+        upper_share = probabilities * (position - lower)  # an atom on the support puts all its mass on ``lower``
+        index = lower.long()
+        projected = torch.zeros_like(probabilities).scatter_add_(-1, index, probabilities - upper_share)
+        return projected.scatter_add_(-1, (index + 1).clamp_max_(last), upper_share)
 
 
 class VNetwork(Approximation):
@@ -252,6 +253,18 @@ class Policy(Approximation):
 
     def target(self, observations: torch.Tensor) -> Distribution:
         return Categorical(logits=super().target(observations))
+
+
+def _clip_grad_norm_(parameters: list[nn.Parameter], max_norm: float) -> torch.Tensor:
+    """``nn.utils.clip_grad_norm_``'s arithmetic (2-norm of all gradients, scale min(1, max_norm / (norm + 1e-6)))
+    in four tensor operations when the gradients share a device and dtype (its grouping of tensors costs more than
+    the maths on a small network)."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads or len({(g.device, g.dtype) for g in grads}) > 1:
+        return nn.utils.clip_grad_norm_(parameters, max_norm)
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, (max_norm / (norm + 1e-6)).clamp_(max=1.0))
+    return norm
 
 
 def _split(outputs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -40,23 +40,55 @@ class NoisyLinear(nn.Module):
         # f(ε) of the inputs' then the outputs' noise, written in place (not saved: drawn again after loading)
         self.register_buffer("noise", torch.zeros(in_features + out_features), persistent=False)
         self.in_features = in_features
+        self.bind_noise(self.noise)
         self.reset_noise()
 
-    @torch.no_grad()
+    def bind_noise(self, noise: torch.Tensor) -> None:
+        """Use ``noise`` (in_features + out_features values, drawn in place) as this layer's noise."""
+        self.noise = noise
+        self._eps = noise[: self.in_features], noise[self.in_features :]  # views, kept: no slicing per forward
+
+    def _apply(self, fn: Any, recurse: bool = True) -> NoisyLinear:
+        """As ``nn.Module._apply`` (``.to(device)`` ...), then the views bound to the moved buffer."""
+        super()._apply(fn, recurse)
+        self.bind_noise(self.noise)
+        return self
+
     def reset_noise(self) -> None:
         """Draw new factorised noise f(ε) = sign(ε)·√|ε| for the inputs and outputs."""
-        noise = self.noise.normal_()
-        noise.copy_(noise.sign() * noise.abs().sqrt())
+        draw_noise(self.noise)
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The weight and bias this layer applies now: noisy in training mode, the means in eval mode."""
+        if not self.training:
+            return self.weight_mu, self.bias_mu
+        eps_in, eps_out = self._eps
+        weight = torch.addcmul(self.weight_mu, self.weight_sigma, torch.outer(eps_out, eps_in))
+        return weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training:
-            return nn.functional.linear(x, self.weight_mu, self.bias_mu)
-        eps_in, eps_out = self.noise[: self.in_features], self.noise[self.in_features :]
-        weight = torch.addcmul(self.weight_mu, self.weight_sigma, torch.outer(eps_out, eps_in))
-        return nn.functional.linear(x, weight, torch.addcmul(self.bias_mu, self.bias_sigma, eps_out))
+        return nn.functional.linear(x, *self.weights())
 
 
-def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Module:
+def _weights(layer: nn.Linear | NoisyLinear) -> tuple[torch.Tensor, torch.Tensor]:
+    """The weight and bias a linear or noisy layer applies now."""
+    return layer.weights() if isinstance(layer, NoisyLinear) else (layer.weight, layer.bias)
+
+
+@torch.no_grad()
+def draw_noise(noise: torch.Tensor) -> None:
+    """Fill ``noise`` in place with f(ε) = sign(ε)·√|ε|, ε ~ N(0, 1) (four tensor operations, whatever its size)."""
+    sign = noise.normal_().sign()
+    noise.abs_().sqrt_().mul_(sign)
+
+
+def _set_mode(modules: Iterable[nn.Module], mode: bool) -> None:
+    """Set ``training`` on each module directly (``nn.Module.__setattr__`` is slow on a per-step path)."""
+    for module in modules:
+        module.__dict__["training"] = mode
+
+
+def _linear(n_in: int, n_out: int, noisy_std: float | None) -> nn.Linear | NoisyLinear:
     return nn.Linear(n_in, n_out) if noisy_std is None else NoisyLinear(n_in, n_out, noisy_std)
 
 
@@ -76,6 +108,8 @@ class QModule(nn.Module):
     :param noisy_std: sigma0 of noisy layers (hidden and output layers), or None for plain linear layers.
     :param n_atoms: atoms of each action's value distribution (1: plain Q-values).
     """
+
+    centre: torch.Tensor
 
     def __init__(
         self,
@@ -98,14 +132,28 @@ class QModule(nn.Module):
         self.hidden = _hidden(sizes, activation_fn, noisy_std)
         self.advantage = _linear(sizes[-1], n_actions * n_atoms, noisy_std)
         self.value = _linear(sizes[-1], n_atoms, noisy_std) if dueling else None
+        # I - 1/n: centres the advantages over the actions (not saved: a constant)
+        centre = torch.eye(n_actions) - 1 / n_actions
+        self.register_buffer("centre", centre, persistent=False)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         obs = preprocess_obs(observations, self.observation_space, normalize_images=self.normalize_images)
-        features = self.hidden(self.features_extractor(obs))
-        out = self.advantage(features).view(-1, self.n_actions, self.n_atoms)
-        if self.value is not None:
-            out = self.value(features).view(-1, 1, self.n_atoms) + out - out.mean(dim=1, keepdim=True)
+        features = self.features_extractor(obs)
+        for layer in self.hidden:  # forward() itself: no per-module call machinery (hooks) on a per-step path
+            features = layer.forward(features)
+        weight, bias = self._head_weights() if self.value is not None else _weights(self.advantage)
+        out = nn.functional.linear(features, weight, bias).view(-1, self.n_actions, self.n_atoms)
         return out.squeeze(-1) if self.n_atoms == 1 else out
+
+    def _head_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The dueling head as one linear layer: V + A - mean_a(A) is linear in the last hidden layer, so its weight
+        and bias are the value's plus the advantage's centred over the actions (two small products per forward
+        instead of a second layer, a mean and two sums on every row)."""
+        assert self.value is not None
+        (weight, bias), (value_weight, value_bias) = _weights(self.advantage), _weights(self.value)
+        weight = torch.addmm(value_weight.reshape(1, -1), self.centre, weight.reshape(self.n_actions, -1))
+        bias = torch.addmm(value_bias.reshape(1, -1), self.centre, bias.reshape(self.n_actions, -1))
+        return weight.reshape(self.n_actions * self.n_atoms, -1), bias.reshape(-1)
 
 
 class QPolicy(BasePolicy):
@@ -115,6 +163,8 @@ class QPolicy(BasePolicy):
     the head's shape, which the algorithm sets from its own keywords (``dueling``, ``noisy_std``, ``n_atoms``,
     ``v_min``, ``v_max``).
     """
+
+    all_noise: torch.Tensor
 
     def __init__(
         self,
@@ -152,6 +202,10 @@ class QPolicy(BasePolicy):
         self.q_net_target = self._make_q_net()
         self._noisy_layers = [m for m in self.q_net.modules() if isinstance(m, NoisyLinear)]
         self._target_noisy_layers = [m for m in self.q_net_target.modules() if isinstance(m, NoisyLinear)]
+        self._online_noise = sum(layer.noise.numel() for layer in self._noisy_layers)
+        self.register_buffer("all_noise", torch.zeros(2 * self._online_noise), persistent=False)
+        self._bind_noise()
+        self.reset_noise()
         nets = (self.q_net, self.q_net_target) if self._noisy_layers else (self.q_net,)
         self._switched = [module for net in nets for module in net.modules()]  # whose mode set_training_mode sets
         self.q_net_target.load_state_dict(self.q_net.state_dict())
@@ -169,6 +223,21 @@ class QPolicy(BasePolicy):
             self.normalize_images,
             **self.head,
         )
+
+    def _bind_noise(self) -> None:
+        """Make each noisy layer's noise a slice of ``all_noise`` (online layers, then the target's): one draw."""
+        offset = 0
+        for layer in (*self._noisy_layers, *self._target_noisy_layers):
+            size = layer.noise.numel()
+            layer.bind_noise(self.all_noise[offset : offset + size])
+            offset += size
+
+    def _apply(self, fn: Any, recurse: bool = True) -> QPolicy:
+        """As ``nn.Module._apply`` (``.to(device)`` ...), then the noisy layers' slices bound to the moved buffer."""
+        super()._apply(fn, recurse)
+        if "all_noise" in self._buffers:
+            self._bind_noise()
+        return self
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
@@ -201,30 +270,26 @@ class QPolicy(BasePolicy):
 
     def reset_noise(self) -> None:
         """New noise for the noisy layers of the network and of its target (once per step)."""
-        for layer in (*self._noisy_layers, *self._target_noisy_layers):
-            layer.reset_noise()
+        if self._noisy_layers:
+            draw_noise(self.all_noise)
 
     @contextlib.contextmanager
     def noise(self, on: bool) -> Iterator[None]:
         """Noisy layers act on newly drawn noise inside this block when ``on`` (on their mean weights otherwise)."""
         layers = self._noisy_layers
         modes = [layer.training for layer in layers]
-        if on:
-            for layer in layers:
-                layer.reset_noise()
-        for layer in layers:
-            layer.training = on
+        if on and layers:
+            draw_noise(self.all_noise[: self._online_noise])
+        _set_mode(layers, on)
         try:
             yield
         finally:
             for layer, mode in zip(layers, modes, strict=True):
-                layer.training = mode
+                layer.__dict__["training"] = mode
 
     def set_training_mode(self, mode: bool) -> None:
         """Train or eval mode for the network (and its target, whose noisy layers sample noise in training too);
         a no-op when the mode does not change (``predict`` sets eval mode at every step)."""
         if self.training == mode and self.q_net.training == mode:
             return
-        for module in self._switched:  # set directly, not by nn.Module.train's recursion
-            module.training = mode
-        self.training = mode
+        _set_mode([*self._switched, self], mode)  # set directly, not by nn.Module.train's recursion

@@ -7,6 +7,7 @@ importance-sampling weight (N·P(i))^(-β) / max over the batch, β annealed to 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -16,39 +17,54 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 
 class SumTree:
-    """A binary tree whose every node holds the sum of its children: O(log n) updates and proportional draws,
-    vectorised over a batch with numpy."""
+    """A tree whose every node holds the sum of its ``branching`` children, one numpy array per level: updates and
+    proportional draws are a few array operations per level, vectorised over a batch (32 children: 3 levels for
+    32,768 leaves, against 15 for a binary tree).
 
-    def __init__(self, size: int) -> None:
-        self.capacity = 1 << max(size - 1, 0).bit_length()
-        self.depth = self.capacity.bit_length() - 1  # levels below the root
-        self.nodes = np.zeros(2 * self.capacity)
-        self._pairs = self.nodes.reshape(-1, 2)  # a view: row i holds nodes 2i and 2i + 1, the children of node i
+    :param searched: draws search the running sums of the first level of at most this many nodes (one cumulative sum
+        and one binary search), then go down the levels below it; for up to this many leaves, no level is descended.
+    """
+
+    def __init__(self, size: int, branching: int = 32, searched: int = 4096) -> None:
+        self.branching = branching
+        ones = np.ones((branching, branching))
+        self._prefix = np.hstack([np.triu(ones, 1), np.triu(ones)])  # x @ _prefix: x's exclusive, inclusive cumsums
+        self.levels: list[np.ndarray] = []  # the leaves first, up to the root's children; each padded with zeros
+        width = max(size, 1)
+        while not self.levels or len(self.levels[-1]) > branching:
+            self.levels.append(np.zeros(-(-width // branching) * branching))
+            width = len(self.levels[-1]) // branching
+        self._searched = next(i for i, level in enumerate(self.levels) if len(level) <= max(searched, branching))
 
     @property
     def total(self) -> float:
-        return float(self.nodes[1])
+        return float(self.levels[-1].sum())
 
     def __getitem__(self, leaves: np.ndarray) -> np.ndarray:
-        return self.nodes[leaves + self.capacity]
+        return self.levels[0][leaves]
 
     def __setitem__(self, leaves: np.ndarray, values: np.ndarray) -> None:
-        nodes = np.asarray(leaves) + self.capacity
-        self.nodes[nodes] = values
-        parents = nodes >> np.arange(1, self.depth + 1)[:, None]  # every ancestor, level by level up to the root
-        for level in parents:  # a parent listed twice gets the same sum twice
-            self.nodes[level] = self._pairs[level].sum(axis=1)
+        nodes = np.asarray(leaves)
+        self.levels[0][nodes] = values
+        for children, parents in itertools.pairwise(self.levels):  # a parent listed twice gets the same sum twice
+            nodes = nodes // self.branching
+            parents[nodes] = children.reshape(-1, self.branching)[nodes].sum(axis=1)
 
     def find(self, masses: np.ndarray) -> np.ndarray:
         """The leaves where the cumulative sum first exceeds each of ``masses`` (each in [0, total))."""
-        nodes = np.ones(len(masses), dtype=np.int64)
-        masses = masses.copy()
-        for _ in range(self.depth):
-            left = self._pairs[nodes, 0]
-            right = masses >= left
-            masses -= np.where(right, left, 0.0)
-            nodes = 2 * nodes + right
-        return nodes - self.capacity
+        start = self._searched
+        cumulative = np.cumsum(self.levels[start])
+        nodes = np.minimum(np.searchsorted(cumulative, masses, side="right"), len(cumulative) - 1)
+        masses = masses - np.where(nodes > 0, cumulative[nodes - 1], 0.0)
+        rows = np.arange(len(masses))
+        for level in reversed(self.levels[:start]):
+            sums = level.reshape(-1, self.branching)[nodes] @ self._prefix
+            before, through = sums[:, : self.branching], sums[:, self.branching :]  # children's mass left of / up to
+            through[:, -1] = np.inf  # a mass at or past the block's sum (float round-off) falls in its last child
+            child = (through > masses[:, None]).argmax(axis=1)
+            masses -= before[rows, child]
+            nodes = nodes * self.branching + child
+        return nodes
 
 
 class Batch(NamedTuple):
@@ -88,6 +104,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.tree = SumTree(self.buffer_size * self.n_envs)
         self.max_priority = 1.0
         self._added: list[int] = []  # rows added since the tree was last written (written in one go when read)
+        self._offsets = np.arange(n_steps)
+        self._powers = gamma ** np.arange(n_steps + 1)
 
     def add(self, *args: Any, **kwargs: Any) -> None:
         self._added.append(self.pos)
@@ -126,28 +144,32 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self, rows: np.ndarray, envs: np.ndarray, weights: np.ndarray, flat: np.ndarray, env: VecNormalize | None
     ) -> Batch:
         """n-step transitions starting at (``rows``, ``envs``): a window stops at an episode end or the newest row."""
-        offsets = np.arange(self.n_steps)
-        steps = (rows[:, None] + offsets) % self.buffer_size
+        steps = (rows[:, None] + self._offsets) % self.buffer_size
         column = envs[:, None]
         ends = np.logical_or(self.dones[steps, column], self.timeouts[steps, column])
         ends |= steps == (self.pos - 1) % self.buffer_size  # the row after the newest holds older data
-        last = np.where(ends.any(axis=1), ends.argmax(axis=1), self.n_steps - 1)
-        within = offsets <= last[:, None]
+        ends[:, -1] = True  # a window holds n_steps steps at most
+        last = ends.argmax(axis=1)
+        discounts = self._powers[:-1] * (self._offsets <= last[:, None])  # gamma^k within the window, 0 past it
         rewards = self._normalize_reward(self.rewards[steps, column], env)
-        returns = (rewards * self.gamma**offsets * within).sum(axis=1)
         final = steps[np.arange(len(rows)), last]
         dones = self.dones[final, envs] * (1 - self.timeouts[final, envs])
-        to = self.to_torch
+        scalars = np.stack([dones, (rewards * discounts).sum(axis=1), self._powers[last + 1], weights])
+        dones_, returns, bootstrap, weights_ = self._tensor(scalars.astype(np.float32))  # one conversion, four rows
         return Batch(
-            to(self._normalize_obs(self.observations[rows, envs], env)),  # type: ignore[arg-type]
-            to(self.actions[rows, envs]),
-            to(self._normalize_obs(self.next_observations[final, envs], env)),  # type: ignore[arg-type]
-            to(dones.astype(np.float32)),
-            to(returns.astype(np.float32)),
-            to((self.gamma ** (last + 1)).astype(np.float32)),
-            to(weights.astype(np.float32)),
+            self._tensor(self._normalize_obs(self.observations[rows, envs], env)),  # type: ignore[arg-type]
+            self._tensor(self.actions[rows, envs]),
+            self._tensor(self._normalize_obs(self.next_observations[final, envs], env)),  # type: ignore[arg-type]
+            dones_,
+            returns,
+            bootstrap,
+            weights_,
             flat,
         )
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        """A tensor on the buffer's device from an array drawn for this batch (no copy on the CPU)."""
+        return torch.from_numpy(array).to(self.device)
 
 
 def sample_batch(
