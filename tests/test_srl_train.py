@@ -97,12 +97,14 @@ def test_splits_follow_the_config(dataset: Path, tmp_path: Path) -> None:
     assert {name: list(loss.dims) for name, loss in cfg.srl_model.losses.items()} == {
         "reconstruction": [0, -2], "reward": [0, -2], "inverse": [-2, None],
     }  # fmt: skip
-    assert [loss.weight for loss in cfg.srl_model.losses.values()] == [1.0, 1.0, 2.0] and cfg.srl_model.state_dim == 200
+    # The paper's 1 / 1 / 2 at srl-zoo's loss scales: reconstruction x 40 (conf/srl_model/srl_splits.yaml).
+    weights = [loss.weight for loss in cfg.srl_model.losses.values()]
+    assert weights == [40.0, 1.0, 2.0] and cfg.srl_model.state_dim == 200
     result = make_encoder(tmp_path / "w", dataset, "srl_splits", ["srl_model.losses.inverse.weight=0.5"])
     rows = (tmp_path / "w" / "losses.csv").read_text().splitlines()
     header, first = rows[0].split(","), [float(v) for v in rows[1].split(",")]
     row = dict(zip(header, first, strict=True))
-    expected = row["train/reconstruction"] + row["train/reward"] + 0.5 * row["train/inverse"]
+    expected = 40 * row["train/reconstruction"] + row["train/reward"] + 0.5 * row["train/inverse"]
     assert row["train/total"] == pytest.approx(expected, rel=1e-4) and result["srl/best_epoch"] == 1
 
 

@@ -25,16 +25,19 @@ from rlzoo.tune.worker import tune  # noqa: E402
 from test_tune import compose_tune, tune_study  # noqa: E402
 
 ALGOS = sorted(p.stem for p in (CONFIG_DIR / "algo").glob("*.yaml"))
+# Search spaces beside the algos' own, and the algo each is for: sac_walltime, a wall-time study's (headline_study.md).
+EXTRA_SPACES = {"sac_walltime": "sac"}
 CUSTOM_ALGORITHM = Path(__file__).parent / "custom_algorithm" / "conf"
 
 
 def test_every_algo_option_has_a_search_space() -> None:
-    assert {p.stem for p in (CONFIG_DIR / "search_space").glob("*.yaml")} == set(ALGOS)
+    assert {p.stem for p in (CONFIG_DIR / "search_space").glob("*.yaml")} == set(ALGOS) | set(EXTRA_SPACES)
 
 
-def _space_and_base(algo: str, tmp_path: Path) -> tuple[SearchSpace, dict, TuneSettings]:
+def _space_and_base(algo: str, tmp_path: Path, space: str | None = None) -> tuple[SearchSpace, dict, TuneSettings]:
     env = next(o for o in TINY_ALGO_RUNS[algo] if o.startswith("env="))
-    cfg = compose_config([f"algo={algo}", env, f"tune.dir={tmp_path / 'study'}"], run_dir=tmp_path, config_name="tune")
+    overrides = [f"algo={algo}", env, f"tune.dir={tmp_path / 'study'}", *([f"search_space={space}"] if space else [])]
+    cfg = compose_config(overrides, run_dir=tmp_path, config_name="tune")
     values = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(values, dict)
     settings = TuneSettings.from_values(values)
@@ -42,11 +45,13 @@ def _space_and_base(algo: str, tmp_path: Path) -> tuple[SearchSpace, dict, TuneS
     return SearchSpace.from_values(values["search_space"], base), base, settings
 
 
-@pytest.mark.parametrize("algo", [a for a in ALGOS if a != "random"])
-def test_search_space_plans_and_builds_at_its_bounds(algo: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("algo", "space_name"), [*((a, None) for a in ALGOS if a != "random"), *((a, s) for s, a in EXTRA_SPACES.items())]
+)
+def test_search_space_plans_and_builds_at_its_bounds(algo: str, space_name: str | None, tmp_path: Path) -> None:
     if algo.startswith("sbx_"):
         require_extra("sbx", "jax")
-    space, base, _ = _space_and_base(algo, tmp_path)
+    space, base, _ = _space_and_base(algo, tmp_path, space_name)
     assert space.params
     check_space(space, base, tmp_path)  # every bound of every entry, planned as a run
     # Models build with every entry at its first, then at its last candidate (networks, policy keywords, buffers).
