@@ -59,9 +59,20 @@ def _cluster_problem() -> str | None:
     return None
 
 
+def _wait_for_a_free_node(seconds: float = 90.0) -> str | None:
+    """``_cluster_problem()`` after waiting up to ``seconds`` for a node to come free (a node still completing the
+    jobs of the previous test reads ``comp``)."""
+    deadline = time.monotonic() + seconds
+    problem = _cluster_problem()
+    while problem is not None and problem.startswith("no idle node") and time.monotonic() < deadline:
+        time.sleep(2.0)
+        problem = _cluster_problem()
+    return problem
+
+
 @pytest.fixture(scope="module")
 def slurm_cluster() -> None:
-    problem = _cluster_problem()
+    problem = _wait_for_a_free_node()
     if problem is None:
         return
     message = f"no usable Slurm cluster: {problem}; start one with scripts/slurm_local.sh start"
