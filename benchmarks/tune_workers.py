@@ -76,6 +76,7 @@ def main() -> None:
     if out.exists():
         sys.exit(f"{out} exists: choose another --out")
 
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     one = study(out, 1, args.trials, args.budget)
     two = study(out, 2, args.trials, args.budget)
     conf = Path(str(one["dir"])) / "conf"
