@@ -25,6 +25,7 @@ from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import TrialState
 
 from rlzoo.errors import ConfigError
+from rlzoo.files import atomic_write_text
 from rlzoo.tune.settings import TuneSettings
 
 STUDY_FILE = "study.json"
@@ -169,7 +170,8 @@ def _check_study_dir(settings: TuneSettings, in_storage: bool) -> None:
 def _write_study_file(settings: TuneSettings) -> None:
     path = settings.study_dir / STUDY_FILE
     if not path.is_file():
-        path.write_text(json.dumps({"name": settings.name, "storage": settings.storage}, indent=1) + "\n")
+        # atomic: a worker of the same launch may read it while this one writes it
+        atomic_write_text(path, json.dumps({"name": settings.name, "storage": settings.storage}, indent=1) + "\n")
 
 
 def make_sampler(settings: TuneSettings, held: int = 0) -> optuna.samplers.BaseSampler:
