@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,15 @@ def test_patience_stops_by_validation_and_the_weighted_loss_trains(tmp_path: Pat
     weighted = ["+srl_model.losses.reconstruction.foreground_weight=10", "srl_model.training.epochs=2"]
     metrics = make_encoder(tmp_path / "splits", dataset, "srl_splits", weighted)
     assert metrics["srl/epochs"] == 2 and metrics["srl/stopped_early"] == 0
+
+
+def test_max_seconds_ends_training_after_the_epoch_that_passes_it(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "data")
+    capped = ["srl_model.training.epochs=500", "srl_model.training.max_seconds=1"]
+    started = time.monotonic()
+    metrics = make_encoder(tmp_path / "capped", dataset, "supervised", capped)
+    assert 1 <= metrics["srl/epochs"] < 500 and metrics["srl/stopped_early"] == 0
+    assert time.monotonic() - started < 60
 
 
 def test_the_vae_weighs_foreground_pixels_too() -> None:

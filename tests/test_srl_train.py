@@ -115,6 +115,7 @@ def test_splits_follow_the_config(dataset: Path, tmp_path: Path) -> None:
         ("autoencoder", ["srl_model.losses.reconstruction.dims=[0,0]"], "dims=\\[0, 0\\] must be a non-empty"),
         ("autoencoder", ["+srl_model.losses.reconstruction.beta=2"], "losses.reconstruction: .*beta"),
         ("autoencoder", ["srl_model.training.epochs=0"], "epochs=0 must be (an integer )?≥ 1"),
+        ("autoencoder", ["srl_model.training.max_seconds=0.5"], "max_seconds=0.5 must be (a number )?≥ 1"),
         ("pca", ["srl_model.state_dim=100000"], "at most"),
         ("autoencoder", ["dataset=/nonexistent"], "not a dataset folder"),
         ("autoencoder", ["val_fraction=1.5"], "val_fraction=1.5"),

@@ -4,6 +4,7 @@ by validation loss, per-epoch loss curves."""
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,14 @@ class TrainingSettings:
     """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs).
 
     ``patience``: stop when the validation loss has not improved for this many epochs (None: run every epoch).
+    ``max_seconds``: stop after the epoch that ends this many wall seconds after training began (None: no limit).
     """
 
     epochs: int = field(metadata=at_least(1))
     batch_size: int = field(metadata=at_least(1))
     learning_rate: float = 0.005
     patience: int | None = field(default=None, metadata=at_least(1))
+    max_seconds: float | None = field(default=None, metadata=at_least(1))
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> TrainingSettings:
@@ -145,6 +148,7 @@ def fit(
     rows: list[dict[str, float]] = []
     best: tuple[float, int, dict[str, Any]] | None = None
     steps = -(-len(train_pairs) // settings.batch_size)
+    deadline = None if settings.max_seconds is None else time.monotonic() + settings.max_seconds
     with tqdm(total=settings.epochs * steps, unit="batch", disable=not progress_bar, desc="srl") as bar:
         for epoch in range(1, settings.epochs + 1):
             encoder.train()
@@ -164,6 +168,8 @@ def fit(
             if best is None or row["val/total"] < best[0]:
                 best = (row["val/total"], epoch, copy.deepcopy(encoder.state_dict()))
             if settings.patience is not None and epoch - best[1] >= settings.patience:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
                 break
     assert best is not None
     encoder.load_state_dict(best[2])
