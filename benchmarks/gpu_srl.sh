@@ -16,11 +16,11 @@ SLICE_STEPS=${4:-8192}
 SLICE_FRAMES=${5:-2000}
 EPOCHS=${6:-50}
 ENCODER_SECONDS=${7:-330}
-HARDWARE=${HARDWARE:-gpu}  # HARDWARE=cpu: a dry run of this script without a GPU
+HARDWARE=${HARDWARE:-gpu}  # HARDWARE=cpu: a dry run of this script without a GPU; B_TIMEOUT=s: a cap on phase B
 WORK=${TMPDIR:-/tmp}/rlzoo-gpu-srl
 mkdir -p "$OUT" "$WORK/pixels" "$WORK/encoders"
 export PYTHONUNBUFFERED=1
-{ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; uptime; } > "$OUT/device.txt" 2>&1
+{ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; uptime; } > "$OUT/summary.txt" 2>&1
 SMALL_ENV=(env=MobileRobot env.random_target=true env.relative_ground_truth=false)
 
 # One dataset of the small benchmark (its pipeline's collection), then two encoders on it, in the background.
@@ -53,26 +53,26 @@ for augment in 0 4; do
 done
 wait "${pixel_jobs[@]}"
 echo "A: six raw-pixel runs side by side: $((SECONDS - started)) s wall; load: $(cut -d' ' -f1-3 /proc/loadavg)" \
-    | tee "$OUT/pixels.txt"
-python benchmarks/srl_gpu_summary.py pixels "$WORK/pixels" | tee -a "$OUT/pixels.txt"
-tail -n 3 "$WORK"/pixels/*.log >> "$OUT/pixels.txt" 2>&1
+    | tee -a "$OUT/summary.txt"
+python benchmarks/srl_gpu_summary.py pixels "$WORK/pixels" | tee -a "$OUT/summary.txt"
+tail -n 3 "$WORK"/pixels/*.log >> "$OUT/summary.txt" 2>&1
 wait
-echo "A: encoders done: $((SECONDS - started)) s wall" | tee "$OUT/encoders.txt"
+echo "A: encoders done: $((SECONDS - started)) s wall" | tee -a "$OUT/summary.txt"
 for folder in "$WORK"/encoders/*/; do
     name=$(basename "$folder")
-    tail -n 4 "$WORK/encoders/$name.log" >> "$OUT/encoders.txt"
+    tail -n 4 "$WORK/encoders/$name.log" >> "$OUT/summary.txt"
     tar -czf "$OUT/enc_$name.tgz" -C "$WORK/encoders" "$name"
 done
 }
 
 phase_b() {
 started=$SECONDS
-python -m rlzoo.pipeline experiment=srl_benchmark hardware="$HARDWARE" pipeline.dir="$WORK/pipe" \
+timeout "${B_TIMEOUT:-0}" python -m rlzoo.pipeline experiment=srl_benchmark hardware="$HARDWARE" pipeline.dir="$WORK/pipe" \
     pipeline.collect.n_samples="$SLICE_FRAMES" pipeline.srl_train.srl_model.training.epochs=1 \
     total_timesteps="$SLICE_STEPS" checkpoint_freq=0 test_episodes=2 "pipeline.sweep.seed=[0]" \
     pipeline.report=false pipeline.videos=false >"$OUT/pipeline.log" 2>&1
-echo "B: the srl_benchmark slice: $((SECONDS - started)) s wall" | tee "$OUT/cost.txt"
-python benchmarks/srl_gpu_summary.py cost "$WORK/pipe" | tee -a "$OUT/cost.txt"
+echo "B: the srl_benchmark slice: $((SECONDS - started)) s wall" | tee -a "$OUT/summary.txt"
+python benchmarks/srl_gpu_summary.py cost "$WORK/pipe" | tee -a "$OUT/summary.txt"
 }
 
 [[ $PHASES == *A* ]] && phase_a
