@@ -6,7 +6,7 @@
 #      steps, 3 seeds each, the six runs side by side on one GPU (hardware=gpu), each capped at CAP train seconds;
 #   B. the cost of experiment=srl_benchmark (the paper's setting: 224 x 224 images, 30 epochs per encoder, 5M steps x
 #      10 seeds x 7 representations), measured on a slice of every step (SLICE_FRAMES frames, 1 epoch, SLICE_STEPS
-#      steps, seed 0) through rlzoo.pipeline, and scaled linearly (benchmarks/srl_gpu_summary.py cost).
+#      steps, seed 0) through rlzoo.pipeline, and scaled linearly (benchmarks/srl_benchmark_cost.py cost).
 # Usage: bash benchmarks/gpu_srl.sh OUT_DIR [PHASES] [CAP_SECONDS] [SLICE_STEPS] [SLICE_FRAMES] [EPOCHS] [ENCODER_SECONDS]
 set -uo pipefail
 OUT=${1:?usage: gpu_srl.sh OUT_DIR [PHASES] [CAP_SECONDS] [SLICE_STEPS] [SLICE_FRAMES] [EPOCHS] [ENCODER_SECONDS]}
@@ -54,7 +54,7 @@ done
 wait "${pixel_jobs[@]}"
 echo "A: six raw-pixel runs side by side: $((SECONDS - started)) s wall; load: $(cut -d' ' -f1-3 /proc/loadavg)" \
     | tee -a "$OUT/summary.txt"
-python benchmarks/srl_gpu_summary.py pixels "$WORK/pixels" | tee -a "$OUT/summary.txt"
+python benchmarks/srl_benchmark_cost.py pixels "$WORK/pixels" | tee -a "$OUT/summary.txt"
 tail -n 3 "$WORK"/pixels/*.log >> "$OUT/summary.txt" 2>&1
 wait
 echo "A: encoders done: $((SECONDS - started)) s wall" | tee -a "$OUT/summary.txt"
@@ -72,7 +72,7 @@ timeout "${B_TIMEOUT:-0}" python -m rlzoo.pipeline experiment=srl_benchmark hard
     total_timesteps="$SLICE_STEPS" checkpoint_freq=0 test_episodes=2 "pipeline.sweep.seed=[0]" \
     pipeline.report=false pipeline.videos=false >"$OUT/pipeline.log" 2>&1
 echo "B: the srl_benchmark slice: $((SECONDS - started)) s wall" | tee -a "$OUT/summary.txt"
-python benchmarks/srl_gpu_summary.py cost "$WORK/pipe" | tee -a "$OUT/summary.txt"
+python benchmarks/srl_benchmark_cost.py cost "$WORK/pipe" | tee -a "$OUT/summary.txt"
 }
 
 [[ $PHASES == *A* ]] && phase_a

@@ -1,10 +1,11 @@
-"""Summaries of ``benchmarks/gpu_srl.sh`` (issue 27, items 4 and 5), read from the run and pipeline dirs it wrote.
+"""The cost of ``experiment=srl_benchmark`` scaled from a slice of its pipeline (issue 27 item 5), and the raw-pixel
+runs of ``benchmarks/gpu_srl.sh``, read from the pipeline and run dirs.
 
-``python benchmarks/srl_gpu_summary.py pixels DIR``: one row per raw-pixel run (augment, seed, steps, train seconds,
+``python benchmarks/srl_benchmark_cost.py pixels DIR``: one row per raw-pixel run (augment, seed, steps, train seconds,
 last-100 training return, test return).
-``python benchmarks/srl_gpu_summary.py cost PIPELINE_DIR``: the measured slice of ``experiment=srl_benchmark`` (dataset,
-each encoder's epoch, each representation's RL steps) and its cost at the paper's setting (20,000 frames, 30 epochs,
-5M steps x 10 seeds), scaled linearly from the slice.
+``python benchmarks/srl_benchmark_cost.py cost PIPELINE_DIR``: the measured slice of ``experiment=srl_benchmark``
+(each encoder's epoch, each representation's RL steps) and its cost at the paper's setting (20,000 frames,
+30 epochs, 5M steps x 10 seeds), scaled linearly from the slice.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def cost(root: Path) -> None:
         print(
             f"rl {run.parent.name},{seconds:.1f},{steps:.0f} steps,{FULL_STEPS} steps x {FULL_SEEDS} seeds,{full:.0f}"
         )
-    print(f"total (one GPU, one job at a time),,,,{total:.0f} s = {total / 3600:.1f} h")
+    print(f"total (one job at a time),,,,{total:.0f} s = {total / 3600:.1f} h")
 
 
 if __name__ == "__main__":
