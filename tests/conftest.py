@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -15,6 +18,10 @@ from rlzoo.config import compose_config
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("WANDB_SILENT", "true")
+# A bare SB3 learn() without a logger makes a /tmp/SB3-<time> folder each time: keep them in one that goes at exit.
+if "SB3_LOGDIR" not in os.environ:
+    os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="rlzoo-tests-sb3-")
+    atexit.register(shutil.rmtree, os.environ["SB3_LOGDIR"], ignore_errors=True)
 torch.set_num_threads(1)
 
 # Tiny budgets: shrink rollouts, batches, buffers and networks, not only the step count.
