@@ -31,6 +31,7 @@ from rlzoo.pipeline.steps import (
     is_learned,
     method_config,
     run_step,
+    run_steps,
     write_option,
 )
 
@@ -85,8 +86,7 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
         f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
     for step in plan.datasets.values():
         run_step(step, collect, say)
-    for step in plan.encoders.values():
-        run_step(step, train_encoder, say)
+    run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
     run_sweep(spec, plan.jobs, say)
     statuses = job_statuses(spec, plan.jobs)
     results(spec, say)

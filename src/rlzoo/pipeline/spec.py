@@ -67,6 +67,7 @@ class PipelineSpec:
     report: bool = True
     videos: bool = True
     wandb: dict[str, Any] | None = None
+    encoder_workers: int = 1
 
     @property
     def runs_dir(self) -> Path:
@@ -207,10 +208,17 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         report=bool(node.get("report", True)),
         videos=bool(node.get("videos", True)),
         wandb=wandb if isinstance(wandb, dict) else None,
+        encoder_workers=_encoder_workers(node.get("encoder_workers", 1)),
     )
 
 
-PIPELINE_KEYS = {"dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos"}
+PIPELINE_KEYS = {"dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers"}
+
+
+def _encoder_workers(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"pipeline.encoder_workers={value!r}; allowed: a whole number ≥ 1 (encoders trained at once)")
+    return value
 
 
 def _check_keys(node: dict[str, Any]) -> None:

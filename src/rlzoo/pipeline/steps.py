@@ -10,8 +10,10 @@ at the dataset's size and its encoder pinned, which the RL jobs select (``hydra.
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,9 +155,39 @@ def write_option(
 
 def run_step(step: Step, action: Callable[[DictConfig], Any], log: Callable[[str], None]) -> None:
     """Run ``step`` unless it is cached; say which."""
+    run_steps([step], action, 1, log)
+
+
+def run_steps(
+    steps: Sequence[Step], action: Callable[[DictConfig], Any], workers: int, log: Callable[[str], None]
+) -> None:
+    """Run the steps that are not cached; with ``workers`` > 1, that many at once, each in a process of its own with
+    one torch thread (``action`` must be a module-level function)."""
+    todo = [step for step in steps if _announced(step, log)]
+    if workers == 1 or len(todo) < 2:
+        for step in todo:
+            action(step.config)
+            log(f"{step.kind} {step.label}: done")
+        return
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch or JAX threads
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context) as pool:
+        futures = {pool.submit(action, _one_thread(step.config)): step for step in todo}
+        for future in as_completed(futures):
+            future.result()  # a step's error stops the pipeline (after the steps running beside it)
+            log(f"{futures[future].kind} {futures[future].label}: done")
+
+
+def _announced(step: Step, log: Callable[[str], None]) -> bool:
+    """Whether ``step`` is to run (not cached); say which."""
     if not step.prepare():
         log(f"{step.kind} {step.label}: cached ({step.folder})")
-        return
+        return False
     log(f"{step.kind} {step.label}: running into {step.folder}")
-    action(step.config)
-    log(f"{step.kind} {step.label}: done")
+    return True
+
+
+def _one_thread(config: DictConfig) -> DictConfig:
+    config = config.copy()
+    with open_dict(config):
+        config.torch_threads = 1
+    return config
