@@ -100,6 +100,16 @@ def _hidden(sizes: list[int], activation: type[nn.Module], noisy_std: float | No
     return nn.Sequential(*layers)
 
 
+def _optimizer_defaults(optimizer_class: type[torch.optim.Optimizer], kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """``kwargs`` with Adam (or AdamW) fused unless it says otherwise: one kernel updates every parameter tensor,
+    the same algorithm as the per-tensor Python loop torch uses on a CPU by default (a noisy head has 4 tensors per
+    layer)."""
+    kwargs = dict(kwargs or {})
+    if optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not {"fused", "foreach"} & set(kwargs):
+        kwargs["fused"] = True
+    return kwargs
+
+
 class QModule(nn.Module):
     """Observation → features → hidden layers (``net_arch``) → Q-values (batch, actions), or atom logits
     (batch, actions, atoms) when ``n_atoms > 1``.
@@ -191,7 +201,7 @@ class QPolicy(BasePolicy):
             features_extractor_kwargs,
             normalize_images=normalize_images,
             optimizer_class=optimizer_class,
-            optimizer_kwargs=optimizer_kwargs,
+            optimizer_kwargs=_optimizer_defaults(optimizer_class, optimizer_kwargs),
         )
         default_arch = [] if features_extractor_class is NatureCNN else [64, 64]
         self.net_arch = default_arch if net_arch is None else list(net_arch)
