@@ -254,7 +254,7 @@ class CategoricalDQN(DeepQ):
     :param v_max: the largest return represented.
     """
 
-    q: QDist  # type: ignore[assignment]
+    q: QDist
 
     def __init__(
         self,
@@ -332,9 +332,8 @@ class CategoricalDQN(DeepQ):
         observations, next_observations = batch.observations, batch.next_observations
         if self.double:
             probabilities, chooser = self.q.with_next(observations, batch.actions, next_observations)
-        else:
-            probabilities, chooser = self.q(observations, batch.actions), self.q.target(next_observations)
-        return probabilities, self.q.target(next_observations, self.q.expectation(chooser).argmax(dim=1))
+            return probabilities, self.q.target(next_observations, self.q.expectation(chooser).argmax(dim=1))
+        return self.q(observations, batch.actions), self.q.greedy(self.q.target(next_observations))
 
 
 def _with_defaults(base: type, defaults: dict[str, Any]) -> inspect.Signature:
