@@ -208,6 +208,7 @@ class QPolicy(BasePolicy):
         self.activation_fn = activation_fn
         self.head: dict[str, Any] = {"dueling": dueling, "noisy_std": noisy_std, "n_atoms": n_atoms}
         self.v_min, self.v_max = v_min, v_max
+        self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms))  # also where ``device`` is read
         self.q_net = self._make_q_net()
         self.q_net_target = self._make_q_net()
         self._noisy_layers = [m for m in self.q_net.modules() if isinstance(m, NoisyLinear)]
@@ -219,7 +220,6 @@ class QPolicy(BasePolicy):
         nets = (self.q_net, self.q_net_target) if self._noisy_layers else (self.q_net,)
         self._switched = [module for net in nets for module in net.modules()]  # whose mode set_training_mode sets
         self.q_net_target.load_state_dict(self.q_net.state_dict())
-        self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms))
         self.optimizer = optimizer_class(self.q_net.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _make_q_net(self) -> QModule:
@@ -262,9 +262,14 @@ class QPolicy(BasePolicy):
         )
         return data
 
+    @property
+    def device(self) -> torch.device:
+        """The networks' device, read from a buffer (SB3's walks the modules to a parameter, twice per action)."""
+        return self.support.device
+
     def q_values(self, observations: torch.Tensor) -> torch.Tensor:
         """Expected Q-values (batch, actions) of the online network, in its current mode."""
-        out = self.q_net(observations)
+        out = self.q_net.forward(observations)  # no per-module call machinery (hooks) on a per-step path
         return out if self.head["n_atoms"] == 1 else (out.softmax(-1) * self.support).sum(-1)
 
     def forward(self, obs: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
