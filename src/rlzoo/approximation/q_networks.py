@@ -175,6 +175,7 @@ class QPolicy(BasePolicy):
     """
 
     all_noise: torch.Tensor
+    support: torch.Tensor
 
     def __init__(
         self,
