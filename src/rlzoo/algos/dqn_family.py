@@ -232,12 +232,12 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         vectorized = is_vectorized_observation(observation, self.observation_space)  # type: ignore[arg-type]  # takes dicts too
         n = len(next(iter(observation.values())) if isinstance(observation, dict) else observation) if vectorized else 1
         explore = np.random.rand(n) < self.exploration_rate
+        if not explore.any():
+            return self.policy.predict(observation, state, episode_start, deterministic)
         random = np.random.randint(int(self.action_space.n), size=n)
         if explore.all():
             return (random if vectorized else random.reshape(())), state
         action, state = self.policy.predict(observation, state, episode_start, deterministic)
-        if not explore.any():
-            return action, state
         return np.where(explore, random, action.reshape(n)).reshape(np.shape(action)), state
 
 
