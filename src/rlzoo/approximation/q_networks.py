@@ -171,7 +171,7 @@ class QPolicy(BasePolicy):
 
     Keyword arguments as SB3's DQN policy (``net_arch``, ``activation_fn``, ``features_extractor_class`` ...), plus
     the head's shape, which the algorithm sets from its own keywords (``dueling``, ``noisy_std``, ``n_atoms``,
-    ``v_min``, ``v_max``).
+    ``v_min``, ``v_max``). Adam is fused unless ``optimizer_kwargs`` sets ``fused`` or ``foreach``.
     """
 
     all_noise: torch.Tensor
