@@ -232,12 +232,12 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         vectorized = is_vectorized_observation(observation, self.observation_space)  # type: ignore[arg-type]  # takes dicts too
         n = len(next(iter(observation.values())) if isinstance(observation, dict) else observation) if vectorized else 1
         explore = np.random.rand(n) < self.exploration_rate
+        if not explore.any():
+            return self.policy.predict(observation, state, episode_start, deterministic)
         random = np.random.randint(int(self.action_space.n), size=n)
         if explore.all():
             return (random if vectorized else random.reshape(())), state
         action, state = self.policy.predict(observation, state, episode_start, deterministic)
-        if not explore.any():
-            return action, state
         return np.where(explore, random, action.reshape(n)).reshape(np.shape(action)), state
 
 
@@ -254,7 +254,7 @@ class CategoricalDQN(DeepQ):
     :param v_max: the largest return represented.
     """
 
-    q: QDist  # type: ignore[assignment]
+    q: QDist
 
     def __init__(
         self,
@@ -332,9 +332,8 @@ class CategoricalDQN(DeepQ):
         observations, next_observations = batch.observations, batch.next_observations
         if self.double:
             probabilities, chooser = self.q.with_next(observations, batch.actions, next_observations)
-        else:
-            probabilities, chooser = self.q(observations, batch.actions), self.q.target(next_observations)
-        return probabilities, self.q.target(next_observations, self.q.expectation(chooser).argmax(dim=1))
+            return probabilities, self.q.target(next_observations, self.q.expectation(chooser).argmax(dim=1))
+        return self.q(observations, batch.actions), self.q.greedy(self.q.target(next_observations))
 
 
 def _with_defaults(base: type, defaults: dict[str, Any]) -> inspect.Signature:

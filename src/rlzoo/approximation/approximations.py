@@ -151,7 +151,10 @@ class Approximation:
         return self
 
     def zero_grad(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
+        """Drop the optimized parameters' gradients (``optimizer.zero_grad()``, without its profiler record)."""
+        for group in self.optimizer.param_groups:
+            for parameter in group["params"]:
+                parameter.grad = None
 
     def state_dict(self) -> dict[str, Any]:
         """What the policy's state does not hold: the optimizer state and the update count."""
@@ -166,24 +169,28 @@ class Approximation:
 class QNetwork(Approximation):
     """Action values: ``q(obs)`` gives Q(s, ·) of shape (batch, actions); ``q(obs, actions)`` gives Q(s, a)."""
 
+    def outputs(self, raw: torch.Tensor) -> torch.Tensor:
+        """What the module's raw output stands for, per action (the values themselves here)."""
+        return raw
+
     def __call__(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
-        return _select(self.model(observations), actions)
+        return _select(self.outputs(self.model(observations)), actions)
 
     def no_grad(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
         with torch.no_grad():
             return self(observations, actions)
 
     def target(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
-        return _select(super().target(observations), actions)
+        return _select(self.outputs(super().target(observations)), actions)
 
     def with_next(
         self, observations: torch.Tensor, actions: torch.Tensor, next_observations: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``q(observations, actions)`` with gradients and ``q(next_observations)`` without, in one forward pass."""
-        return _split(self.model(torch.cat([observations, next_observations])), actions)
+        return _split(self.outputs(self.model(torch.cat([observations, next_observations]))), actions)
 
 
-class QDist(Approximation):
+class QDist(QNetwork):
     """Action-value distributions on a fixed support (C51): ``q(obs)`` gives probabilities of shape
     (batch, actions, atoms); ``q(obs, actions)`` those of the taken actions, (batch, atoms).
 
@@ -195,21 +202,13 @@ class QDist(Approximation):
         self.support = support
         self._bounds = float(support[0]), float(support[-1])  # read once: .item() calls on every projection otherwise
 
-    def __call__(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
-        return _select(self.model(observations).softmax(-1), actions)
+    def outputs(self, raw: torch.Tensor) -> torch.Tensor:
+        """The probabilities of the atoms, from the module's logits."""
+        return raw.softmax(-1)
 
-    def no_grad(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
-        with torch.no_grad():
-            return self(observations, actions)
-
-    def target(self, observations: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
-        return _select(super().target(observations).softmax(-1), actions)
-
-    def with_next(
-        self, observations: torch.Tensor, actions: torch.Tensor, next_observations: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``q(observations, actions)`` with gradients and ``q(next_observations)`` without, in one forward pass."""
-        return _split(self.model(torch.cat([observations, next_observations])).softmax(-1), actions)
+    def greedy(self, probabilities: torch.Tensor) -> torch.Tensor:
+        """The distributions (batch, atoms) of the actions of highest expected value in ``probabilities``."""
+        return _select(probabilities, self.expectation(probabilities).argmax(dim=1))
 
     def expectation(self, probabilities: torch.Tensor) -> torch.Tensor:
         """The expected value of each distribution (the last axis)."""

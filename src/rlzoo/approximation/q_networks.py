@@ -100,6 +100,16 @@ def _hidden(sizes: list[int], activation: type[nn.Module], noisy_std: float | No
     return nn.Sequential(*layers)
 
 
+def _optimizer_defaults(optimizer_class: type[torch.optim.Optimizer], kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """``kwargs`` with Adam (or AdamW) fused unless it says otherwise: one kernel updates every parameter tensor,
+    the same algorithm as the per-tensor Python loop torch uses on a CPU by default (a noisy head has 4 tensors per
+    layer)."""
+    kwargs = dict(kwargs or {})
+    if optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not {"fused", "foreach"} & set(kwargs):
+        kwargs["fused"] = True
+    return kwargs
+
+
 class QModule(nn.Module):
     """Observation → features → hidden layers (``net_arch``) → Q-values (batch, actions), or atom logits
     (batch, actions, atoms) when ``n_atoms > 1``.
@@ -161,10 +171,11 @@ class QPolicy(BasePolicy):
 
     Keyword arguments as SB3's DQN policy (``net_arch``, ``activation_fn``, ``features_extractor_class`` ...), plus
     the head's shape, which the algorithm sets from its own keywords (``dueling``, ``noisy_std``, ``n_atoms``,
-    ``v_min``, ``v_max``).
+    ``v_min``, ``v_max``). Adam is fused unless ``optimizer_kwargs`` sets ``fused`` or ``foreach``.
     """
 
     all_noise: torch.Tensor
+    support: torch.Tensor
 
     def __init__(
         self,
@@ -191,13 +202,14 @@ class QPolicy(BasePolicy):
             features_extractor_kwargs,
             normalize_images=normalize_images,
             optimizer_class=optimizer_class,
-            optimizer_kwargs=optimizer_kwargs,
+            optimizer_kwargs=_optimizer_defaults(optimizer_class, optimizer_kwargs),
         )
         default_arch = [] if features_extractor_class is NatureCNN else [64, 64]
         self.net_arch = default_arch if net_arch is None else list(net_arch)
         self.activation_fn = activation_fn
         self.head: dict[str, Any] = {"dueling": dueling, "noisy_std": noisy_std, "n_atoms": n_atoms}
         self.v_min, self.v_max = v_min, v_max
+        self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms))  # also where ``device`` is read
         self.q_net = self._make_q_net()
         self.q_net_target = self._make_q_net()
         self._noisy_layers = [m for m in self.q_net.modules() if isinstance(m, NoisyLinear)]
@@ -209,7 +221,6 @@ class QPolicy(BasePolicy):
         nets = (self.q_net, self.q_net_target) if self._noisy_layers else (self.q_net,)
         self._switched = [module for net in nets for module in net.modules()]  # whose mode set_training_mode sets
         self.q_net_target.load_state_dict(self.q_net.state_dict())
-        self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms))
         self.optimizer = optimizer_class(self.q_net.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _make_q_net(self) -> QModule:
@@ -252,9 +263,14 @@ class QPolicy(BasePolicy):
         )
         return data
 
+    @property
+    def device(self) -> torch.device:
+        """The networks' device, read from a buffer (SB3's walks the modules to a parameter, twice per action)."""
+        return self.support.device
+
     def q_values(self, observations: torch.Tensor) -> torch.Tensor:
         """Expected Q-values (batch, actions) of the online network, in its current mode."""
-        out = self.q_net(observations)
+        out = self.q_net.forward(observations)  # no per-module call machinery (hooks) on a per-step path
         return out if self.head["n_atoms"] == 1 else (out.softmax(-1) * self.support).sum(-1)
 
     def forward(self, obs: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
