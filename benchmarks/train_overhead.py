@@ -158,18 +158,25 @@ def run_once(variant: str, steps: int, episodes: int, log_dir: Path) -> dict[str
     }
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-variant medians and the overhead ratios."""
+RATIOS = {  # name: (variant, measure, baseline variant)
+    "rlzoo_wall/bare_wall": ("rlzoo", "wall_s", "bare"),
+    "rlzoo_cpu/zoo_cpu": ("rlzoo", "cpu_s", "zoo"),
+    "rlzoo_wall/zoo_wall": ("rlzoo", "wall_s", "zoo"),
+    "zoo_wall/bare_wall": ("zoo", "wall_s", "bare"),
+    "rlzoo_cpu/bare_cpu": ("rlzoo", "cpu_s", "bare"),
+}
+
+
+def summarise(runs: list[dict[str, Any]], variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
+    """Per-variant medians and the overhead ratios (those whose two variants ran)."""
     med = {
         v: {k: statistics.median(r[k] for r in runs if r["variant"] == v) for k in ("wall_s", "cpu_s", "user_s")}
-        for v in VARIANTS
+        for v in variants
     }
     ratios = {
-        "rlzoo_wall/bare_wall": med["rlzoo"]["wall_s"] / med["bare"]["wall_s"],
-        "rlzoo_cpu/zoo_cpu": med["rlzoo"]["cpu_s"] / med["zoo"]["cpu_s"],
-        "rlzoo_wall/zoo_wall": med["rlzoo"]["wall_s"] / med["zoo"]["wall_s"],
-        "zoo_wall/bare_wall": med["zoo"]["wall_s"] / med["bare"]["wall_s"],
-        "rlzoo_cpu/bare_cpu": med["rlzoo"]["cpu_s"] / med["bare"]["cpu_s"],
+        name: med[variant][measure] / med[base][measure]
+        for name, (variant, measure, base) in RATIOS.items()
+        if variant in med and base in med
     }
     return {"medians": med, "ratios": ratios}
 
@@ -180,7 +187,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20, help="evaluation episodes per run (multiple of 4)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of rlzoo, bare, zoo")
     parser.add_argument("--out", type=Path, default=Path("bench_out/train_overhead.json"))
+    parser.add_argument("--without-zoo", action="store_true", help="skip rl-baselines3-zoo (rl_zoo3 not installed)")
     args = parser.parse_args()
+    variants = tuple(v for v in VARIANTS if not (args.without_zoo and v == "zoo"))
     zoo_eval_args(args.steps, args.episodes)  # fail fast on counts rl-zoo3 cannot match
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="train_overhead_logs_"))
@@ -189,7 +198,7 @@ def main() -> None:
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     runs: list[dict[str, Any]] = []
     for repeat in range(args.repeats):
-        for variant in VARIANTS:
+        for variant in variants:
             run = run_once(variant, args.steps, args.episodes, log_dir) | {"repeat": repeat}
             runs.append(run)
             print(
@@ -198,14 +207,14 @@ def main() -> None:
                 flush=True,
             )
 
-    summary = summarise(runs)
+    summary = summarise(runs, variants)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"\nPPO CartPole-v1, {args.steps} steps, {args.episodes} eval episodes, medians of {args.repeats}, one "
         f"torch thread each, {os.cpu_count()} cores, load average at the end {load} (start {load_start}):"
     )
     print(f"{'variant':8s} {'wall s':>8s} {'cpu s':>8s} {'user s':>8s}")
-    for v in VARIANTS:
+    for v in variants:
         m = summary["medians"][v]
         print(f"{v:8s} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['user_s']:8.2f}")
     goals = {"rlzoo_wall/bare_wall": 1.03}  # issue 28: rlzoo.train within 3 % of bare SB3, both on one thread
@@ -220,7 +229,7 @@ def main() -> None:
         "python": sys.version,
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
-        "commands": {v: command(v, Path("<tmp>"), args.steps, args.episodes) for v in VARIANTS},
+        "commands": {v: command(v, Path("<tmp>"), args.steps, args.episodes) for v in variants},
         "runs": runs,
         **summary,
     }
