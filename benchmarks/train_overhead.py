@@ -19,6 +19,11 @@ written as JSON to ``--out``. Child output goes to a log file per run (its path 
 
     python benchmarks/train_overhead.py                          # full run, 3 repeats (~4 min on 2 cores)
     python benchmarks/train_overhead.py --steps 4000 --repeats 1  # smoke run
+    python benchmarks/train_overhead.py --steps 256 --episodes 4 --without-zoo --repeats 5  # fixed cost of a run
+    python benchmarks/train_overhead.py --without-zoo --rlzoo-variant csv_only=logger.formats=[csv]  # what TB costs
+
+``--rlzoo-variant NAME=OVERRIDE[;OVERRIDE...]`` adds an ``rlzoo:NAME`` variant, ``rlzoo.train`` with those overrides,
+run in the same rounds and compared with bare SB3: where the overhead goes, measured in one run.
 """
 
 from __future__ import annotations
@@ -77,12 +82,16 @@ def zoo_eval_args(steps: int, episodes: int) -> tuple[int, int]:
     return eval_freq, episodes // ZOO_EVALUATIONS
 
 
-def command(variant: str, workdir: Path, steps: int, episodes: int) -> list[str]:
-    """The child command line of one variant, writing under ``workdir``."""
-    if variant == "rlzoo":
+def command(
+    variant: str, workdir: Path, steps: int, episodes: int, extra: dict[str, list[str]] | None = None
+) -> list[str]:
+    """The child command line of one variant, writing under ``workdir`` (``extra``: the overrides of each
+    ``rlzoo:<name>`` variant)."""
+    if variant.startswith("rlzoo"):
         return [
             sys.executable, "-m", "rlzoo.train", "algo=ppo", "env=CartPole", "seed=0",
             f"total_timesteps={steps}", f"test_episodes={episodes}", f"hydra.run.dir={workdir / 'run'}",
+            *(extra or {}).get(variant, []),
         ]  # fmt: skip
     if variant == "bare":
         return [sys.executable, "-c", BARE_SB3, str(steps), str(episodes)]
@@ -98,7 +107,7 @@ def outcome(variant: str, workdir: Path, log: Path) -> dict[str, float | None]:
     """Mean evaluation return (rl-zoo3: of its last evaluation) and evaluation episodes run, read back from the run."""
     found: dict[str, float | None] = {"mean_return": None, "eval_episodes": None}
     try:
-        if variant == "rlzoo":
+        if variant.startswith("rlzoo"):
             metrics = json.loads((workdir / "run" / "metrics.json").read_text())
             found = {"mean_return": metrics["test/mean_return"], "eval_episodes": metrics["test/episodes"]}
             found["in_process_total_s"] = metrics["time/total_seconds"]
@@ -125,11 +134,13 @@ def busy_cpu_seconds() -> float | None:
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # minus idle and iowait
 
 
-def run_once(variant: str, steps: int, episodes: int, log_dir: Path) -> dict[str, Any]:
+def run_once(
+    variant: str, steps: int, episodes: int, log_dir: Path, extra: dict[str, list[str]] | None = None
+) -> dict[str, Any]:
     """Run one variant in a fresh temp dir; return its wall/CPU seconds (exits non-zero if the child fails)."""
-    workdir = Path(tempfile.mkdtemp(prefix=f"bench_{variant}_"))
-    log = log_dir / f"{variant}_{workdir.name}.log"
-    cmd = command(variant, workdir, steps, episodes)
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench_{variant.replace(':', '_')}_"))
+    log = log_dir / f"{workdir.name}.log"
+    cmd = command(variant, workdir, steps, episodes, extra)
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     with log.open("w") as out:
         out.write(" ".join(cmd) + "\n\n")
@@ -178,7 +189,22 @@ def summarise(runs: list[dict[str, Any]], variants: tuple[str, ...] = VARIANTS) 
         for name, (variant, measure, base) in RATIOS.items()
         if variant in med and base in med
     }
+    for variant in (v for v in variants if v.startswith("rlzoo:") and "bare" in med):
+        ratios[f"{variant}_wall/bare_wall"] = med[variant]["wall_s"] / med["bare"]["wall_s"]
     return {"medians": med, "ratios": ratios}
+
+
+def rlzoo_variants(specs: list[str]) -> dict[str, list[str]]:
+    """``NAME=OVERRIDE[;OVERRIDE...]`` -> ``{"rlzoo:NAME": [OVERRIDE, ...]}`` (one message for a malformed one)."""
+    variants = {}
+    for spec in specs:
+        name, _, overrides = spec.partition("=")
+        if not name or not overrides or ":" in name:
+            raise SystemExit(
+                f"--rlzoo-variant {spec!r}: expected NAME=OVERRIDE[;OVERRIDE...], e.g. csv_only=logger.formats=[csv]"
+            )
+        variants[f"rlzoo:{name}"] = overrides.split(";")
+    return variants
 
 
 def main() -> None:
@@ -188,9 +214,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="rounds of rlzoo, bare, zoo")
     parser.add_argument("--out", type=Path, default=Path("bench_out/train_overhead.json"))
     parser.add_argument("--without-zoo", action="store_true", help="skip rl-baselines3-zoo (rl_zoo3 not installed)")
+    parser.add_argument(
+        "--rlzoo-variant",
+        action="append",
+        default=[],
+        metavar="NAME=OVERRIDE[;OVERRIDE...]",
+        help="also run rlzoo.train with these overrides, as variant rlzoo:NAME",
+    )
     args = parser.parse_args()
-    variants = tuple(v for v in VARIANTS if not (args.without_zoo and v == "zoo"))
-    zoo_eval_args(args.steps, args.episodes)  # fail fast on counts rl-zoo3 cannot match
+    extra = rlzoo_variants(args.rlzoo_variant)
+    variants = tuple(v for v in VARIANTS if not (args.without_zoo and v == "zoo")) + tuple(extra)
+    if "zoo" in variants:
+        zoo_eval_args(args.steps, args.episodes)  # fail fast on counts rl-zoo3 cannot match
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="train_overhead_logs_"))
     print(f"logs in {log_dir}", flush=True)
@@ -199,10 +234,10 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     for repeat in range(args.repeats):
         for variant in variants:
-            run = run_once(variant, args.steps, args.episodes, log_dir) | {"repeat": repeat}
+            run = run_once(variant, args.steps, args.episodes, log_dir, extra) | {"repeat": repeat}
             runs.append(run)
             print(
-                f"[{repeat + 1}/{args.repeats}] {variant:5s} wall {run['wall_s']:7.2f}s  cpu {run['cpu_s']:7.2f}s  "
+                f"[{repeat + 1}/{args.repeats}] {variant:8s} wall {run['wall_s']:7.2f}s  cpu {run['cpu_s']:7.2f}s  "
                 f"other load {run['other_cpu_s'] or 0:5.2f}s  return {run['mean_return']} ({run['eval_episodes']} ep)",
                 flush=True,
             )
@@ -213,14 +248,14 @@ def main() -> None:
         f"\nPPO CartPole-v1, {args.steps} steps, {args.episodes} eval episodes, medians of {args.repeats}, one "
         f"torch thread each, {os.cpu_count()} cores, load average at the end {load} (start {load_start}):"
     )
-    print(f"{'variant':8s} {'wall s':>8s} {'cpu s':>8s} {'user s':>8s}")
+    print(f"{'variant':16s} {'wall s':>8s} {'cpu s':>8s} {'user s':>8s}")
     for v in variants:
         m = summary["medians"][v]
-        print(f"{v:8s} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['user_s']:8.2f}")
+        print(f"{v:16s} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['user_s']:8.2f}")
     goals = {"rlzoo_wall/bare_wall": 1.03}  # issue 28: rlzoo.train within 3 % of bare SB3, both on one thread
     for name, ratio in summary["ratios"].items():
         goal = f"  (goal <= {goals[name]}: {'met' if ratio <= goals[name] else 'MISSED'})" if name in goals else ""
-        print(f"{name:22s} {ratio:6.3f}{goal}")
+        print(f"{name:30s} {ratio:6.3f}{goal}")
 
     report = {
         "steps": args.steps,
@@ -229,7 +264,7 @@ def main() -> None:
         "python": sys.version,
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
-        "commands": {v: command(v, Path("<tmp>"), args.steps, args.episodes) for v in variants},
+        "commands": {v: command(v, Path("<tmp>"), args.steps, args.episodes, extra) for v in variants},
         "runs": runs,
         **summary,
     }
