@@ -10,10 +10,11 @@ last-100 training return, test return).
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from pathlib import Path
+
+from rlzoo.results.runs import returns100_points
 
 FULL_FRAMES = 20_000
 FULL_EPOCHS = 30
@@ -24,8 +25,8 @@ FULL_SEEDS = 10
 def last_100_return(run_dir: Path) -> float:
     """The mean return of the last 100 training episodes (the last row of ``returns100.csv``; nan before any)."""
     path = run_dir / "returns100.csv"
-    rows = list(csv.DictReader(path.open())) if path.is_file() else []
-    return float(rows[-1]["mean"]) if rows else float("nan")
+    _, means = returns100_points(path) if path.is_file() else (None, [])
+    return float(means[-1]) if len(means) else float("nan")
 
 
 def pixels(root: Path) -> None:

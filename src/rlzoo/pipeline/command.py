@@ -30,7 +30,6 @@ from rlzoo.pipeline.steps import (
     encoder_step,
     is_learned,
     method_config,
-    run_step,
     run_steps,
     write_option,
 )
@@ -84,8 +83,7 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     say = lambda message: log(f"rlzoo.pipeline: {message}")  # noqa: E731
     say(f"experiment {spec.experiment} in {spec.dir}: {len(plan.datasets)} dataset(s), {len(plan.encoders)} "
         f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
-    for step in plan.datasets.values():
-        run_step(step, collect, say)
+    run_steps(list(plan.datasets.values()), collect, 1, say)
     run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
     run_sweep(spec, plan.jobs, say)
     statuses = job_statuses(spec, plan.jobs)

@@ -153,11 +153,6 @@ def write_option(
     return name
 
 
-def run_step(step: Step, action: Callable[[DictConfig], Any], log: Callable[[str], None]) -> None:
-    """Run ``step`` unless it is cached; say which."""
-    run_steps([step], action, 1, log)
-
-
 def run_steps(
     steps: Sequence[Step], action: Callable[[DictConfig], Any], workers: int, log: Callable[[str], None]
 ) -> None:
