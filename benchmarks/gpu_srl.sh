@@ -70,8 +70,10 @@ started=$SECONDS
 timeout "${B_TIMEOUT:-0}" python -m rlzoo.pipeline experiment=srl_benchmark hardware="$HARDWARE" pipeline.dir="$WORK/pipe" \
     pipeline.collect.n_samples="$SLICE_FRAMES" pipeline.srl_train.srl_model.training.epochs=1 \
     total_timesteps="$SLICE_STEPS" checkpoint_freq=0 test_episodes=2 "pipeline.sweep.seed=[0]" \
-    pipeline.report=false pipeline.videos=false >"$OUT/pipeline.log" 2>&1
+    pipeline.report=false pipeline.videos=false progress_bar=false +pipeline.srl_train.progress_bar=false \
+    >"$WORK/pipeline.log" 2>&1
 echo "B: the srl_benchmark slice: $((SECONDS - started)) s wall" | tee -a "$OUT/summary.txt"
+grep -a "rlzoo.pipeline\|Error\|error" "$WORK/pipeline.log" | tail -n 40 | tee -a "$OUT/summary.txt"
 python benchmarks/srl_benchmark_cost.py cost "$WORK/pipe" | tee -a "$OUT/summary.txt"
 }
 
