@@ -41,6 +41,10 @@ def test_from_nothing_to_the_table_then_only_what_is_missing(tmp_path: Path) -> 
     assert encoders == ["random", "srl_splits"]  # ground truth and raw pixels need none
     # srl_benchmark_small trains them at once (pipeline.encoder_workers: 2), each in its own process of one thread
     assert {OmegaConf.load(f).torch_threads for f in (folder / "encoders").glob("*/config.yaml")} == {1}
+    # and launches the runs that need no encoder beside them (pipeline.runs_beside_encoders), the others after them
+    said = "\n".join(lines)
+    assert said.count("runs: 0 of 2 finished (cached); 2 to train") == 2  # ground truth and raw pixels, then the rest
+    assert "runs: 0 of 2 finished" in said.split("encoder srl_splits on MobileRobot: done")[0]
     config = OmegaConf.load(folder / "runs" / "MobileRobot_srl_splits_seed0" / "config.yaml")
     assert config.srl_model.name == "srl_splits" and config.srl_model.state_dim == 8 and config.srl_model.height == 16
     assert config.srl_model.checkpoint.startswith(str(folder / "encoders" / "srl_splits-MobileRobot-"))
@@ -86,6 +90,8 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
         pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.srl_model=[ground_truth,nope]"])
     with pytest.raises(ConfigError, match=r"pipeline.encoder_workers=0; allowed: a whole number ≥ 1"):
         pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.encoder_workers=0"])
+    with pytest.raises(ConfigError, match=r"pipeline.runs_beside_encoders='maybe'; allowed: true or false"):
+        pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.runs_beside_encoders=maybe"])
     with pytest.raises(ConfigError, match=r"sweeps env=Mars: not an option of conf/env"):
         pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.env=[MobileRobot,Mars]"])
     # A folder holding another experiment's cache (here: other RL settings) is refused, never mixed.

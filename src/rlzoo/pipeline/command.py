@@ -3,8 +3,9 @@
 Steps, each cached by content in the pipeline dir (``pipeline.dir``, ``multirun/pipeline/<experiment>`` by default):
 collect one dataset per env (``rlzoo.collect``), train one encoder per learned representation (``rlzoo.srl.train``),
 run the RL sweep env x srl_model x seed (``rlzoo.train -m``, through the hardware profile's launcher: local, joblib
-or Slurm), then write the table (``rlzoo.plot``), the HTML report (``rlzoo.report``) and, with ``logger=wandb``, the
-table and figures to the sweep's W&B group. Running it again after a crash, or with more seeds or options, computes
+or Slurm; with ``pipeline.runs_beside_encoders``, the runs that need no encoder start while the encoders train),
+then write the table (``rlzoo.plot``), the HTML report (``rlzoo.report``) and, with ``logger=wandb``, the table and
+figures to the sweep's W&B group. Running it again after a crash, or with more seeds or options, computes
 only what is missing and says so per step. Every input is checked before the first step starts.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import hydra
@@ -84,14 +86,29 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     say(f"experiment {spec.experiment} in {spec.dir}: {len(plan.datasets)} dataset(s), {len(plan.encoders)} "
         f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
     run_steps(list(plan.datasets.values()), collect, 1, say)
-    run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
-    run_sweep(spec, plan.jobs, say)
+    beside = early_jobs(plan)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the runs that need no encoder, while the encoders train
+        early = pool.submit(run_sweep, spec, beside, say) if beside else None
+        run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
+        if early is not None:
+            early.result()
+    run_sweep(spec, [job for job in plan.jobs if job not in beside], say)
     statuses = job_statuses(spec, plan.jobs)
     results(spec, say)
     say(
         f"finished in {time.perf_counter() - started:.0f} s: " + ", ".join(f"{len(v)} {k}" for k, v in statuses.items())
     )
     return statuses
+
+
+def early_jobs(plan: PipelinePlan) -> list[Job]:
+    """The RL jobs that start while encoders train (``pipeline.runs_beside_encoders``): those of representations
+    without an encoder (ground truth, raw pixels), when some encoder is still to be trained."""
+    if not plan.spec.runs_beside_encoders or all(step.done for step in plan.encoders.values()):
+        return []
+    return [
+        job for job in plan.jobs if (str(job.values.get("env", "")), str(job.values["srl_model"])) not in plan.encoders
+    ]
 
 
 def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:

@@ -68,6 +68,7 @@ class PipelineSpec:
     videos: bool = True
     wandb: dict[str, Any] | None = None
     encoder_workers: int = 1
+    runs_beside_encoders: bool = False
 
     @property
     def runs_dir(self) -> Path:
@@ -209,10 +210,19 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         videos=bool(node.get("videos", True)),
         wandb=wandb if isinstance(wandb, dict) else None,
         encoder_workers=_encoder_workers(node.get("encoder_workers", 1)),
+        runs_beside_encoders=_flag("runs_beside_encoders", node.get("runs_beside_encoders", False)),
     )
 
 
-PIPELINE_KEYS = {"dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers"}
+PIPELINE_KEYS = {
+    "dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers", "runs_beside_encoders"
+}  # fmt: skip
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"pipeline.{key}={value!r}; allowed: true or false")
+    return value
 
 
 def _encoder_workers(value: Any) -> int:
