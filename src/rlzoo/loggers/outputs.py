@@ -150,9 +150,12 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
     for name in formats:
         if name == "csv":
             writers.append(AppendingCSVOutputFormat(str(run.progress)))
+        elif name == "tensorboard":
+            from rlzoo.loggers.tensorboard import PeriodicTensorBoardOutputFormat
+
+            writers.append(PeriodicTensorBoardOutputFormat(str(run.tensorboard_dir)))
         else:
-            folder = run.tensorboard_dir if name == "tensorboard" else run.path
-            writers.append(make_output_format(name, str(folder)))
+            writers.append(make_output_format(name, str(run.path)))
     if wandb_run is not None:
         writers.append(WandbWriter(wandb_run))
     return Logger(folder=str(run.path), output_formats=writers)
