@@ -286,6 +286,14 @@ def test_fail_lost_trials_keeps_live_workers_trials(tmp_path: Path) -> None:
     assert study.counted(shared) == 0
 
 
+def test_a_trial_asked_but_not_yet_marked_is_not_lost(tmp_path: Path) -> None:
+    # Another worker's trial between study.ask() and its worker/heartbeat attributes (the race CI once hit).
+    shared = optuna.create_study(storage=study._storage(tmp_path / "x.journal"), study_name="s")
+    fresh = shared.ask()
+    assert study.fail_lost_trials(shared) == []
+    assert study.fail_lost_trials(shared, now=study.time.time() + study.STALE_AFTER_S + 1) == [fresh.number]
+
+
 @pytest.mark.parametrize(
     ("argument", "message"),
     [

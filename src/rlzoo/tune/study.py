@@ -278,7 +278,9 @@ def fail_lost_trials(study: optuna.Study, now: float | None = None) -> list[int]
     lost = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = trial.user_attrs.get(WORKER) or {}
-        heartbeat = float(trial.user_attrs.get(HEARTBEAT, 0.0))
+        # No heartbeat yet: its worker is between ask() and writing it (next_trial), so it counts from the start.
+        started = trial.datetime_start.timestamp() if trial.datetime_start is not None else 0.0
+        heartbeat = float(trial.user_attrs.get(HEARTBEAT, started))
         here = worker.get("host") == socket.gethostname()
         if (here and not _alive(int(worker.get("pid", -1)))) or now - heartbeat > STALE_AFTER_S:
             try:
