@@ -25,7 +25,7 @@ FULL_SEEDS = 10
 def last_100_return(run_dir: Path) -> float:
     """The mean return of the last 100 training episodes (the last row of ``returns100.csv``; nan before any)."""
     path = run_dir / "returns100.csv"
-    _, means = returns100_points(path) if path.is_file() else (None, [])
+    means = returns100_points(path)[1] if path.is_file() else []
     return float(means[-1]) if len(means) else float("nan")
 
 

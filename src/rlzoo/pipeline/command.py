@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.pipeline.launch import Job, all_jobs, job_statuses, run_sweep
+from rlzoo.pipeline.launch import Job, all_jobs, job_statuses, representation_key, run_sweep
 from rlzoo.pipeline.spec import PIPELINE_CONFIG, PipelineSpec, pipeline_spec
 from rlzoo.pipeline.steps import (
     Step,
@@ -106,9 +106,7 @@ def early_jobs(plan: PipelinePlan) -> list[Job]:
     without an encoder (ground truth, raw pixels), when some encoder is still to be trained."""
     if not plan.spec.runs_beside_encoders or all(step.done for step in plan.encoders.values()):
         return []
-    return [
-        job for job in plan.jobs if (str(job.values.get("env", "")), str(job.values["srl_model"])) not in plan.encoders
-    ]
+    return [job for job in plan.jobs if representation_key(job.values) not in plan.encoders]
 
 
 def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:

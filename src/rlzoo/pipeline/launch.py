@@ -66,9 +66,13 @@ def all_jobs(spec: PipelineSpec, options: dict[tuple[str, str], str]) -> list[Jo
     jobs = []
     for combination in itertools.product(*spec.axes.values()):
         values = dict(zip(keys, combination, strict=True))
-        env, method = str(values.get("env", "")), str(values["srl_model"])
-        jobs.append(Job(values, options.get((env, method), method)))
+        jobs.append(Job(values, options.get(representation_key(values), str(values["srl_model"]))))
     return jobs
+
+
+def representation_key(values: dict[str, Any]) -> tuple[str, str]:
+    """``(env, srl_model)`` of a job's axis values: what its encoder and generated option are keyed by."""
+    return str(values.get("env", "")), str(values["srl_model"])
 
 
 def blocks(jobs: list[Job]) -> list[dict[str, list[Any]]]:
