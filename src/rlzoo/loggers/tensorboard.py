@@ -1,14 +1,21 @@
-"""TensorBoard output for a run's SB3 logger, without a wait on every dump (imported only when a run writes it).
+"""TensorBoard output for a run's SB3 logger: one event per dump and no wait on every dump (imported only when a run
+writes it).
 
-SB3's ``TensorBoardOutputFormat`` flushes its ``SummaryWriter`` after every dump: the training thread then waits
-until the writer's own thread has written the dump's events to disk, once per rollout (390 times in 100k steps of
-PPO on CartPole: ~1 s of a 23 s run, ``benchmarks/train_overhead.py``). Here the writer's thread flushes every
-``FLUSH_SECONDS`` by itself, and closing the logger (the end of every run) flushes the rest.
+SB3's ``TensorBoardOutputFormat`` writes one event per scalar (``add_scalar``: ~50 µs each, ~15 per dump) and flushes
+its ``SummaryWriter`` after every dump, so that the training thread waits until the writer's own thread has written
+the dump to disk, once per rollout (390 times in 100k steps of PPO on CartPole; ``benchmarks/train_overhead.py``).
+Here a dump's numbers go into one ``Summary`` event (TensorBoard reads each of its values as that tag's scalar at that
+step), the writer's thread flushes every ``FLUSH_SECONDS`` by itself, and closing the logger (the end of every run)
+flushes the rest. Other values (text, histograms, images, videos, figures, hparams) take SB3's own path.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 from stable_baselines3.common.logger import TensorBoardOutputFormat
+from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
 
 FLUSH_SECONDS = 10  # how late a TensorBoard watching a training run may be
@@ -22,9 +29,28 @@ class PeriodicFlushWriter(SummaryWriter):
         """Do not wait for the writer thread: it flushes every ``flush_secs``, and ``close()`` flushes the rest."""
 
 
+def is_number(value: Any) -> bool:
+    """A value SB3 writes with ``add_scalar`` (a numpy scalar type that is not a string)."""
+    return isinstance(value, np.ScalarType) and not isinstance(value, str | bytes)
+
+
 class PeriodicTensorBoardOutputFormat(TensorBoardOutputFormat):
-    """SB3's TensorBoard output format (same events, same folder) with a :class:`PeriodicFlushWriter`."""
+    """SB3's TensorBoard output format (same tags, steps and values, same folder): a dump's numbers in one event, and
+    a :class:`PeriodicFlushWriter`."""
 
     def __init__(self, folder: str) -> None:  # SB3's __init__ makes a plain SummaryWriter: not called
         self.writer = PeriodicFlushWriter(log_dir=folder, flush_secs=FLUSH_SECONDS)
         self._is_closed = False
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        assert not self._is_closed, "The SummaryWriter was closed, please re-create one."
+        kept = {key: value for key, value in key_values.items() if "tensorboard" not in (key_excluded.get(key) or ())}
+        numbers = [
+            Summary.Value(tag=key, simple_value=float(value)) for key, value in sorted(kept.items()) if is_number(value)
+        ]
+        if numbers:
+            assert self.writer.file_writer is not None  # made by SummaryWriter.__init__
+            self.writer.file_writer.add_summary(Summary(value=numbers), step)
+        others = {key: value for key, value in kept.items() if not is_number(value)}
+        if others:
+            super().write(others, {key: key_excluded.get(key) or () for key in others}, step)
