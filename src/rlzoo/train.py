@@ -7,6 +7,11 @@ second.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # the command: no cyclic garbage collection while it starts up (rlzoo.collector)
+    import gc
+
+    gc.disable()
+
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from rlzoo.cli import discard_output_dir, one_line_errors
+from rlzoo.collector import resume as resume_collector
 from rlzoo.config import CONFIG_DIR
 
 
@@ -30,6 +36,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     if cfg.get("multiagent") is not None or is_pettingzoo(cfg):  # multi-agent runs: rlzoo.multiagent.run
         from rlzoo.multiagent.run import train_multiagent
 
+        resume_collector()
         return train_multiagent(cfg, overrides)
     from rlzoo.training.run import train_run
 
@@ -57,7 +64,10 @@ def main(cfg: DictConfig) -> float:
     overrides = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0] != "resume"]
     if Path(str(cfg.resume or cfg.run_dir)).resolve() != Path(hydra_cfg.runtime.output_dir).resolve():
         discard_output_dir()  # the run writes elsewhere (resume=, run_dir=): Hydra's own folder would stay empty
-    metrics = train(cfg, overrides)
+    try:
+        metrics = train(cfg, overrides)
+    finally:
+        resume_collector()  # whatever the run did, the collector is on when it ends (off while it started up)
     mean_return = metrics.get("test/mean_return", float("nan"))
     run_dir = cfg.resume or cfg.run_dir
     print(f"rlzoo.train: {run_dir}: {int(metrics['train/timesteps'])} steps, {console_figures(metrics)}")
