@@ -23,7 +23,14 @@ written as JSON to ``--out``. Child output goes to a log file per run (its path 
     python benchmarks/train_overhead.py --without-zoo --rlzoo-variant csv_only=logger.formats=[csv]  # what TB costs
 
 ``--rlzoo-variant NAME=OVERRIDE[;OVERRIDE...]`` adds an ``rlzoo:NAME`` variant, ``rlzoo.train`` with those overrides,
-run in the same rounds and compared with bare SB3: where the overhead goes, measured in one run.
+run in the same rounds and compared with bare SB3: where the overhead goes, measured in one run. ``--rlzoo-src
+NAME=PATH`` adds an ``rlzoo@NAME`` variant running the rlzoo source tree at PATH (another checkout: before -> after).
+
+``--phases`` starts each child through a small shim that notes, in seconds since launch, when the first training step
+starts (SB3's ``OnPolicyAlgorithm.learn`` is entered) and when learning ends, and prints the medians: launch -> first
+training step, learning, and after learning -> exit (test episodes, saving, shutdown).
+
+    python benchmarks/train_overhead.py --without-zoo --phases --rlzoo-src before=/tmp/rlzoo-before
 """
 
 from __future__ import annotations
@@ -64,6 +71,43 @@ model.learn(steps)
 mean, std = evaluate_policy(model, model.get_env(), n_eval_episodes=episodes)
 print(f"BARE_RESULT mean_return={mean} std_return={std} episodes={episodes} timesteps={model.num_timesteps}")
 """
+
+
+PHASES_SHIM = """
+import atexit, importlib.abc, importlib.util, json, runpy, sys, time
+marks_file, launched = sys.argv[1], float(sys.argv[2])
+marks = {"interpreter": time.time() - launched}
+def mark(name):
+    marks.setdefault(name, time.time() - launched)
+class TimeLearn(importlib.abc.MetaPathFinder):  # wraps OnPolicyAlgorithm.learn once SB3 imports it, not before
+    def find_spec(self, name, path=None, target=None):
+        if name != "stable_baselines3.common.on_policy_algorithm":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        exec_module = spec.loader.exec_module
+        def exec_and_wrap(module):
+            exec_module(module)
+            learn = module.OnPolicyAlgorithm.learn
+            def timed_learn(*args, **kwargs):
+                mark("first_step")
+                try:
+                    return learn(*args, **kwargs)
+                finally:
+                    mark("learned")
+            module.OnPolicyAlgorithm.learn = timed_learn
+        spec.loader.exec_module = exec_and_wrap
+        return spec
+sys.meta_path.insert(0, TimeLearn())
+atexit.register(lambda: open(marks_file, "w").write(json.dumps(marks)))
+if sys.argv[3] == "-m":
+    sys.argv = sys.argv[4:]
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+else:
+    code, sys.argv = sys.argv[4], ["-c", *sys.argv[5:]]
+    exec(compile(code, "<bare>", "exec"), {"__name__": "__main__"})
+"""
+PHASES = ("first_step", "learning", "after_learning")
 
 
 def zoo_eval_args(steps: int, episodes: int) -> tuple[int, int]:
@@ -135,13 +179,25 @@ def busy_cpu_seconds() -> float | None:
 
 
 def run_once(
-    variant: str, steps: int, episodes: int, log_dir: Path, extra: dict[str, list[str]] | None = None
+    variant: str,
+    steps: int,
+    episodes: int,
+    log_dir: Path,
+    extra: dict[str, list[str]] | None = None,
+    sources: dict[str, Path] | None = None,
+    phases: bool = False,
 ) -> dict[str, Any]:
-    """Run one variant in a fresh temp dir; return its wall/CPU seconds (exits non-zero if the child fails)."""
-    workdir = Path(tempfile.mkdtemp(prefix=f"bench_{variant.replace(':', '_')}_"))
+    """Run one variant in a fresh temp dir; return its wall/CPU seconds (exits non-zero if the child fails) and,
+    with ``phases``, the seconds from launch to the first training step and to the end of learning."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench_{variant.replace(':', '_').replace('@', '_')}_"))
     log = log_dir / f"{workdir.name}.log"
     cmd = command(variant, workdir, steps, episodes, extra)
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
+    if variant in (sources or {}):
+        env["PYTHONPATH"] = os.pathsep.join([str(sources[variant] / "src"), env.get("PYTHONPATH", "")])  # type: ignore[index]
+    marks = workdir / "phases.json"
+    if phases:
+        cmd = [sys.executable, "-c", PHASES_SHIM, str(marks), repr(time.time()), *cmd[1:]]
     with log.open("w") as out:
         out.write(" ".join(cmd) + "\n\n")
         out.flush()
@@ -164,8 +220,18 @@ def run_once(
         "max_rss_mb": usage.ru_maxrss / 1024,
         "other_cpu_s": None if busy is None else busy - usage.ru_utime - usage.ru_stime,  # > ~1 s: contention
         **outcome(variant, workdir, log),
+        **(phase_seconds(json.loads(marks.read_text()), wall) if phases else {}),
         "workdir": str(workdir),
         "log": str(log),
+    }
+
+
+def phase_seconds(marks: dict[str, float], wall: float) -> dict[str, float]:
+    """Launch -> first training step, learning, and after learning -> exit, from the shim's marks."""
+    return {
+        "first_step": marks["first_step"],
+        "learning": marks["learned"] - marks["first_step"],
+        "after_learning": wall - marks["learned"],
     }
 
 
@@ -181,7 +247,11 @@ RATIOS = {  # name: (variant, measure, baseline variant)
 def summarise(runs: list[dict[str, Any]], variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
     """Per-variant medians and the overhead ratios (those whose two variants ran)."""
     med = {
-        v: {k: statistics.median(r[k] for r in runs if r["variant"] == v) for k in ("wall_s", "cpu_s", "user_s")}
+        v: {
+            k: statistics.median(r[k] for r in runs if r["variant"] == v)
+            for k in ("wall_s", "cpu_s", "user_s", *PHASES)
+            if all(k in r for r in runs if r["variant"] == v)
+        }
         for v in variants
     }
     ratios = {
@@ -189,7 +259,7 @@ def summarise(runs: list[dict[str, Any]], variants: tuple[str, ...] = VARIANTS) 
         for name, (variant, measure, base) in RATIOS.items()
         if variant in med and base in med
     }
-    for variant in (v for v in variants if v.startswith("rlzoo:") and "bare" in med):
+    for variant in (v for v in variants if v.startswith(("rlzoo:", "rlzoo@")) and "bare" in med):
         ratios[f"{variant}_wall/bare_wall"] = med[variant]["wall_s"] / med["bare"]["wall_s"]
     return {"medians": med, "ratios": ratios}
 
@@ -207,6 +277,17 @@ def rlzoo_variants(specs: list[str]) -> dict[str, list[str]]:
     return variants
 
 
+def rlzoo_sources(specs: list[str]) -> dict[str, Path]:
+    """``NAME=PATH`` -> ``{"rlzoo@NAME": PATH}``, PATH an rlzoo checkout (one message for a bad one)."""
+    sources = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not name or not (Path(path) / "src" / "rlzoo" / "train.py").is_file():
+            raise SystemExit(f"--rlzoo-src {spec!r}: expected NAME=PATH, PATH an rlzoo checkout (with src/rlzoo/)")
+        sources[f"rlzoo@{name}"] = Path(path).resolve()
+    return sources
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000, help="agent steps per training run")
@@ -221,9 +302,14 @@ def main() -> None:
         metavar="NAME=OVERRIDE[;OVERRIDE...]",
         help="also run rlzoo.train with these overrides, as variant rlzoo:NAME",
     )
+    parser.add_argument(
+        "--rlzoo-src", action="append", default=[], metavar="NAME=PATH", help="also run the rlzoo checkout at PATH"
+    )
+    parser.add_argument("--phases", action="store_true", help="time launch -> first training step -> end of learning")
     args = parser.parse_args()
     extra = rlzoo_variants(args.rlzoo_variant)
-    variants = tuple(v for v in VARIANTS if not (args.without_zoo and v == "zoo")) + tuple(extra)
+    sources = rlzoo_sources(args.rlzoo_src)
+    variants = tuple(v for v in VARIANTS if not (args.without_zoo and v == "zoo")) + tuple(extra) + tuple(sources)
     if "zoo" in variants:
         zoo_eval_args(args.steps, args.episodes)  # fail fast on counts rl-zoo3 cannot match
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +320,9 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     for repeat in range(args.repeats):
         for variant in variants:
-            run = run_once(variant, args.steps, args.episodes, log_dir, extra) | {"repeat": repeat}
+            run = run_once(variant, args.steps, args.episodes, log_dir, extra, sources, args.phases) | {
+                "repeat": repeat
+            }
             runs.append(run)
             print(
                 f"[{repeat + 1}/{args.repeats}] {variant:8s} wall {run['wall_s']:7.2f}s  cpu {run['cpu_s']:7.2f}s  "
@@ -248,10 +336,14 @@ def main() -> None:
         f"\nPPO CartPole-v1, {args.steps} steps, {args.episodes} eval episodes, medians of {args.repeats}, one "
         f"torch thread each, {os.cpu_count()} cores, load average at the end {load} (start {load_start}):"
     )
-    print(f"{'variant':16s} {'wall s':>8s} {'cpu s':>8s} {'user s':>8s}")
+    phase_head = "  launch->first step  learning  after learning" if args.phases else ""
+    print(f"{'variant':16s} {'wall s':>8s} {'cpu s':>8s} {'user s':>8s}{phase_head}")
     for v in variants:
         m = summary["medians"][v]
-        print(f"{v:16s} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['user_s']:8.2f}")
+        phase_cols = (
+            f"  {m['first_step']:18.2f}  {m['learning']:8.2f}  {m['after_learning']:14.2f}" if args.phases else ""
+        )
+        print(f"{v:16s} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['user_s']:8.2f}{phase_cols}")
     goals = {"rlzoo_wall/bare_wall": 1.03}  # issue 28: rlzoo.train within 3 % of bare SB3, both on one thread
     for name, ratio in summary["ratios"].items():
         goal = f"  (goal <= {goals[name]}: {'met' if ratio <= goals[name] else 'MISSED'})" if name in goals else ""
