@@ -203,3 +203,17 @@ def test_wrapper_encodes_the_batch_as_one_by_one(encoders: dict[str, tuple[Path,
         states, _, dones, infos = wrapped.step(np.zeros(3, dtype=int))
         assert len(calls) == 1
     assert dones.all() and all(info["terminal_observation"].shape == (8,) for info in infos)
+
+
+def test_training_does_not_depend_on_what_the_process_did_before(dataset: Path, tmp_path: Path) -> None:
+    """A pipeline's worker process trains encoders one after another: the same config gives the same encoder and
+    losses whatever torch's random state was (the loss heads were once made before seeding)."""
+    import torch
+
+    make_encoder(tmp_path / "first", dataset, "autoencoder")
+    torch.rand(1000)  # as a previous encoder in the same process would
+    make_encoder(tmp_path / "after", dataset, "autoencoder")
+    assert (tmp_path / "first" / "losses.csv").read_text() == (tmp_path / "after" / "losses.csv").read_text()
+    first, after = (torch.load(tmp_path / name / "encoder.pt", weights_only=True) for name in ("first", "after"))
+    assert first.keys() == after.keys()
+    assert all(torch.equal(first[key], after[key]) for key in first)

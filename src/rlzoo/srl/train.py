@@ -131,6 +131,7 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
         raise ConfigError(f"the dataset has {len(pairs)} pairs: too few for val_fraction={cfg.val_fraction}")
     val_pairs, train_pairs = np.sort(pairs[:n_val]), np.sort(pairs[n_val:])
     ground_truth, names = dataset.metric_ground_truth()
+    torch.manual_seed(seed)  # before the loss heads are made: their weights depend on the seed only, not on the process
     losses = _build_losses(recipe, dataset, train_pairs, ground_truth) if recipe.kind == "cnn" else None
 
     run_dir = Path(cfg.run_dir)
@@ -139,7 +140,6 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
     hardware.apply()
-    torch.manual_seed(seed)
     device = get_device(hardware.device)
     summary: dict[str, Any] = {}
     module: nn.Module
