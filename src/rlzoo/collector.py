@@ -1,37 +1,43 @@
-"""Python's cyclic garbage collector around a run: off while a command starts up, on (start-up objects frozen) while
-it trains.
+"""Python's cyclic garbage collector in ``python -m rlzoo.train``: off while the command starts up, on for training
+with the start-up's objects frozen.
 
 Starting a run (importing torch, SB3, Hydra and rlzoo, composing the config, building envs and the model) makes about
 350,000 long-lived objects and little cyclic garbage, yet the collector ran six full collections over them (0.41 s of
-a 2.3 s start-up, measured with ``gc.callbacks``). ``python -m rlzoo.train`` turns it off before its imports
-(:func:`pause`); :func:`collecting` turns it on again for training, with the objects made so far frozen (left out of
-every later collection, as ``gc.freeze`` documents), and unfreezes them when training ends, so that the objects of
-a finished run (in a sweep, the next job runs in the same process) are freed as usual.
+a 2.3 s start-up, measured with ``gc.callbacks``), and the full collection at interpreter exit went over them again.
+The command turns the collector off before its imports (:func:`pause_for_start_up`); :func:`collect_from_here` turns
+it on for training with every object made so far frozen (``gc.freeze``: left out of every later collection, the exit's
+included). A sweep's next job in the same process (Hydra's basic launcher) unfreezes the previous job's objects first
+(:func:`release_previous_run`), so that a finished run's objects are freed as usual. Code that calls
+:func:`rlzoo.train.train` itself (tests, ``rlzoo.tune``) keeps the collector as it was: nothing is frozen there.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+
+_paused_by_command = False
 
 
-def pause() -> None:
-    """Turn the cyclic collector off (reference counting still frees every object outside a cycle)."""
+def pause_for_start_up() -> None:
+    """The command starts: the cyclic collector off (reference counting still frees every object outside a cycle)."""
+    global _paused_by_command
+    _paused_by_command = True
     gc.disable()
 
 
-def resume() -> None:
-    """Turn the cyclic collector on (again)."""
-    gc.enable()
+def collect_from_here() -> None:
+    """Training starts: if the command paused the collector, freeze every object made so far and turn it on."""
+    if _paused_by_command and not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
-@contextmanager
-def collecting() -> Iterator[None]:
-    """The collector on, without the objects that exist now; they are collectable again afterwards."""
-    gc.freeze()
-    resume()
-    try:
-        yield
-    finally:
+def release_previous_run() -> None:
+    """A run starts: the objects an earlier run of this command froze become collectable again."""
+    if _paused_by_command and gc.get_freeze_count():
         gc.unfreeze()
+
+
+def resume() -> None:
+    """Turn the collector on (a run that failed before training leaves it on for the next job)."""
+    gc.enable()

@@ -8,9 +8,9 @@ second.
 from __future__ import annotations
 
 if __name__ == "__main__":  # the command: no cyclic garbage collection while it starts up (rlzoo.collector)
-    import gc
+    from rlzoo.collector import pause_for_start_up
 
-    gc.disable()
+    pause_for_start_up()
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from rlzoo.cli import discard_output_dir, one_line_errors
+from rlzoo.collector import collect_from_here, release_previous_run
 from rlzoo.collector import resume as resume_collector
 from rlzoo.config import CONFIG_DIR
 
@@ -33,10 +34,11 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     """
     from rlzoo.multiagent.plan import is_pettingzoo
 
+    release_previous_run()
     if cfg.get("multiagent") is not None or is_pettingzoo(cfg):  # multi-agent runs: rlzoo.multiagent.run
         from rlzoo.multiagent.run import train_multiagent
 
-        resume_collector()
+        collect_from_here()
         return train_multiagent(cfg, overrides)
     from rlzoo.training.run import train_run
 

@@ -15,7 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlzoo.collector import collecting
+from rlzoo.collector import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
 from rlzoo.training.budget import RunClock, episodes_logged, learn
@@ -84,8 +84,8 @@ def _learn(
     callbacks.extend(extra)
     done = episodes_logged(plan.run.monitor_files()) if point is not None and settings.total_episodes else 0
     try:
-        with collecting():
-            learn(model, settings, callbacks, resumed=point is not None, clock=clock, episodes_done=done)
+        collect_from_here()
+        learn(model, settings, callbacks, resumed=point is not None, clock=clock, episodes_done=done)
     finally:
         if keep is not None:
             keep.eval_env.close()
