@@ -66,3 +66,27 @@ def test_a_library_call_leaves_the_collector_as_it_was(
     tiny_run(compose, tmp_path / "run")
     assert seen == [(True, 0)]
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_sweep_turns_the_collector_on_in_its_launching_process(tmp_path: Path) -> None:
+    """The launching process of a sweep (joblib, Submitit: it runs no job itself) lives as long as the sweep."""
+    import subprocess
+    import sys
+
+    script = (
+        "import gc, sys, runpy\n"
+        "from rlzoo.results.sweep import SweepSummary\n"
+        "start = SweepSummary.on_multirun_start\n"
+        "def check(self, config, **kwargs):\n"
+        "    assert not gc.isenabled()\n"
+        "    start(self, config, **kwargs)\n"
+        "    print('collector on:', gc.isenabled(), flush=True)\n"
+        "SweepSummary.on_multirun_start = check\n"
+        "sys.argv = ['rlzoo.train', '-m', 'algo=a2c', 'env=CartPole', 'total_timesteps=8', 'algo.n_steps=8',\n"
+        "            'test_episodes=0', 'checkpoint_freq=0', 'verbose=0', 'logger.formats=[csv]', 'seed=0,1',\n"
+        f"            'hydra.sweep.dir={tmp_path / 'sweep'}']\n"
+        "runpy.run_module('rlzoo.train', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "collector on: True" in done.stdout

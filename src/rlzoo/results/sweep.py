@@ -143,6 +143,13 @@ class SweepSummary(Callback):
     """Hydra callback (``hydra.callbacks.sweep_summary`` in ``conf/train.yaml``): records a failed job's error in
     its run dir and rewrites the sweep summary after every job of a multirun; prints it at the end."""
 
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """The launching process of a sweep runs as long as the sweep: the cyclic collector, paused while
+        ``python -m rlzoo.train`` starts (:mod:`rlzoo.collector`), is turned on for it."""
+        from rlzoo.collector import resume
+
+        resume()
+
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         hydra_cfg = HydraConfig.get()
         if hydra_cfg.mode != RunMode.MULTIRUN:
