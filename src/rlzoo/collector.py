@@ -6,9 +6,10 @@ Starting a run (importing torch, SB3, Hydra and rlzoo, composing the config, bui
 a 2.3 s start-up, measured with ``gc.callbacks``), and the full collection at interpreter exit went over them again.
 The command turns the collector off before its imports (:func:`pause_for_start_up`); :func:`collect_from_here` turns
 it on for training with every object made so far frozen (``gc.freeze``: left out of every later collection, the exit's
-included). A sweep's next job in the same process (Hydra's basic launcher) unfreezes the previous job's objects first
-(:func:`release_previous_run`), so that a finished run's objects are freed as usual. Code that calls
-:func:`rlzoo.train.train` itself (tests, ``rlzoo.tune``) keeps the collector as it was: nothing is frozen there.
+included). A sweep turns the collector on before its first job (``SweepSummary.on_multirun_start``: its launching
+process lives as long as the sweep), so its jobs freeze nothing; should another run follow a frozen one in the same
+process, :func:`release_previous_run` unfreezes the earlier objects first. Code that calls :func:`rlzoo.train.train`
+itself (tests, ``rlzoo.tune``) keeps the collector as it was: nothing is frozen there.
 """
 
 from __future__ import annotations
@@ -39,5 +40,5 @@ def release_previous_run() -> None:
 
 
 def resume() -> None:
-    """Turn the collector on (a run that failed before training leaves it on for the next job)."""
+    """Turn the collector on (a sweep's launching process)."""
     gc.enable()

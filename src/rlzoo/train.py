@@ -21,7 +21,6 @@ from omegaconf import DictConfig
 
 from rlzoo.cli import discard_output_dir, one_line_errors
 from rlzoo.collector import collect_from_here, release_previous_run
-from rlzoo.collector import resume as resume_collector
 from rlzoo.config import CONFIG_DIR
 
 
@@ -66,10 +65,7 @@ def main(cfg: DictConfig) -> float:
     overrides = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0] != "resume"]
     if Path(str(cfg.resume or cfg.run_dir)).resolve() != Path(hydra_cfg.runtime.output_dir).resolve():
         discard_output_dir()  # the run writes elsewhere (resume=, run_dir=): Hydra's own folder would stay empty
-    try:
-        metrics = train(cfg, overrides)
-    finally:
-        resume_collector()  # whatever the run did, the collector is on when it ends (off while it started up)
+    metrics = train(cfg, overrides)
     mean_return = metrics.get("test/mean_return", float("nan"))
     run_dir = cfg.resume or cfg.run_dir
     print(f"rlzoo.train: {run_dir}: {int(metrics['train/timesteps'])} steps, {console_figures(metrics)}")
