@@ -66,6 +66,19 @@ def test_patience_stops_by_validation_and_the_weighted_loss_trains(tmp_path: Pat
     assert metrics["srl/epochs"] == 2 and metrics["srl/stopped_early"] == 0
 
 
+def test_lr_factor_lowers_the_learning_rate_after_each_epoch_that_does_not_improve(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "data")
+    # The zero-weight loss never improves on epoch 1: epochs 3 and 4 train at 0.5 and 0.25 times the first rate.
+    decayed = ["srl_model.losses.ground_truth.weight=0", "srl_model.training.epochs=4"]
+    make_encoder(tmp_path / "decayed", dataset, "supervised", [*decayed, "srl_model.training.lr_factor=0.5"])
+    rows = (tmp_path / "decayed" / "losses.csv").read_text().splitlines()
+    rates = [float(row.split(",")[rows[0].split(",").index("lr")]) for row in rows[1:]]
+    assert rates == pytest.approx([0.005, 0.005, 0.0025, 0.00125])
+    with pytest.raises(ConfigError, match=r"lr_factor=1\.5 must be between 0 and 1"):
+        make_encoder(tmp_path / "bad", dataset, "supervised", ["srl_model.training.lr_factor=1.5"])
+    assert not (tmp_path / "bad").exists()
+
+
 def test_max_seconds_ends_training_after_the_epoch_that_passes_it(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path / "data")
     capped = ["srl_model.training.epochs=500", "srl_model.training.max_seconds=1"]

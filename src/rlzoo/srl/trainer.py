@@ -26,6 +26,8 @@ class TrainingSettings:
 
     ``patience``: stop when the validation loss has not improved for this many epochs (None: run every epoch).
     ``max_seconds``: stop after the epoch that ends this many wall seconds after training began (None: no limit).
+    ``lr_factor``: multiply the learning rate by this factor after every epoch that does not improve the validation
+    loss (torch's ``ReduceLROnPlateau`` with patience 0; None: a constant learning rate).
     """
 
     epochs: int = field(metadata=at_least(1))
@@ -33,6 +35,7 @@ class TrainingSettings:
     learning_rate: float = 0.005
     patience: int | None = field(default=None, metadata=at_least(1))
     max_seconds: float | None = field(default=None, metadata=at_least(1))
+    lr_factor: float | None = None
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> TrainingSettings:
@@ -40,6 +43,11 @@ class TrainingSettings:
         settings = parse(cls, values, prefix="srl_model.training.")
         if settings.learning_rate <= 0:
             raise ConfigError(f"srl_model.training.learning_rate={settings.learning_rate!r} must be > 0")
+        if settings.lr_factor is not None and not 0 < settings.lr_factor < 1:
+            raise ConfigError(
+                f"srl_model.training.lr_factor={settings.lr_factor!r} must be between 0 and 1 (null: a constant "
+                "learning rate)"
+            )
         return settings
 
 
@@ -144,6 +152,9 @@ def fit(
     ``settings.patience``, stop once that many epochs in a row have not improved on it."""
     parameters = [*encoder.parameters(), *losses.parameters()]
     optimizer = torch.optim.Adam(parameters, lr=settings.learning_rate)
+    scheduler = None
+    if settings.lr_factor is not None:
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=settings.lr_factor, patience=0)
     rng = np.random.default_rng(seed)
     rows: list[dict[str, float]] = []
     best: tuple[float, int, dict[str, Any]] | None = None
@@ -162,9 +173,12 @@ def fit(
                 _accumulate(sums, values, len(indices))
                 bar.update()
                 bar.set_postfix(epoch=epoch, loss=f"{values['total']:.4g}")
-            row = {"epoch": float(epoch), **_means(sums, "train", len(train_pairs))}
+            row = {"epoch": float(epoch), "lr": float(optimizer.param_groups[0]["lr"])}
+            row |= _means(sums, "train", len(train_pairs))
             row |= _means(evaluate(encoder, losses, data, val_pairs, settings.batch_size), "val", len(val_pairs))
             rows.append(row)
+            if scheduler is not None:
+                scheduler.step(row["val/total"])
             if best is None or row["val/total"] < best[0]:
                 best = (row["val/total"], epoch, copy.deepcopy(encoder.state_dict()))
             if settings.patience is not None and epoch - best[1] >= settings.patience:
