@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
@@ -113,3 +115,31 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
         main()
     assert str(exited.value.code).startswith("rlzoo.pipeline: error: the experiment sweeps srl_model=nope")
     assert not (tmp_path / "cli").exists()
+
+
+def test_the_runs_on_encoders_start_beside_the_early_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Once the encoders exist, the runs on them launch while the runs that needed none are still going: the early
+    # sweep below ends only when the late one has started (with the late one launched after it, it never would).
+    from rlzoo.pipeline import command
+
+    late_started = threading.Event()
+    order: list[str] = []
+
+    def sweep(spec: object, jobs: list[str], say: object) -> int:
+        order.append(f"{jobs[0]} starts")
+        if jobs == ["early"] and not late_started.wait(timeout=20):
+            order.append("early gave up waiting")
+        late_started.set()
+        order.append(f"{jobs[0]} ends")
+        return 0
+
+    plan = SimpleNamespace(datasets={}, encoders={"srl_splits": object()}, jobs=["early", "late"])
+    monkeypatch.setattr(command, "plan_pipeline", lambda spec: plan)
+    monkeypatch.setattr(command, "early_jobs", lambda plan: ["early"])
+    monkeypatch.setattr(command, "run_steps", lambda *args: order.append("encoders trained"))
+    monkeypatch.setattr(command, "run_sweep", sweep)
+    monkeypatch.setattr(command, "job_statuses", lambda spec, jobs: {"done": jobs})
+    monkeypatch.setattr(command, "results", lambda spec, say: None)
+    statuses = command.run_pipeline(SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2), print)
+    assert order.index("early starts") < order.index("late starts") < order.index("early ends")
+    assert "early gave up waiting" not in order and statuses == {"done": ["early", "late"]}

@@ -90,9 +90,10 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     with ThreadPoolExecutor(max_workers=1) as pool:  # the runs that need no encoder, while the encoders train
         early = pool.submit(run_sweep, spec, beside, say) if beside else None
         run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
+        # The other runs start once their encoders exist, beside the early runs still going: no core waits for them.
+        run_sweep(spec, [job for job in plan.jobs if job not in beside], say)
         if early is not None:
             early.result()
-    run_sweep(spec, [job for job in plan.jobs if job not in beside], say)
     statuses = job_statuses(spec, plan.jobs)
     results(spec, say)
     say(
