@@ -25,7 +25,8 @@ from rlzoo.train import train
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CONFIGS = {"train": "train", "enjoy": "enjoy", "plot": "plot", "report": "report", "collect": "collect",
-           "srl.train": "srl_train", "tune": "tune", "pipeline": "pipeline"}  # fmt: skip
+           "srl.train": "srl_train", "srl.evaluate": "srl_evaluate", "tune": "tune",
+           "pipeline": "pipeline"}  # fmt: skip
 COMMAND = re.compile(r"python -m rlzoo\.([a-z_.]+)((?:[^`#\n\\]|\\\n)*)")
 # Hydra flags that take no part in composing: --cfg job, --info searchpath, -m.
 FLAGS = {"-m", "--multirun", "--cfg", "--info", "job", "all", "hydra", "searchpath", "..."}

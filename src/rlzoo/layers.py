@@ -17,7 +17,7 @@ layer   name                modules
 9       agents              agents: the agent API (state, presets, load_agent, run_experiment)
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, run
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
-12      entrypoints         train, collect, enjoy, plot, report, srl.train, tune.command, pipeline
+12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline
 ======  ==================  ===========================================================================================
 """
 
@@ -59,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.plot",
             "rlzoo.report",
             "rlzoo.srl.train",
+            "rlzoo.srl.evaluate",
             "rlzoo.tune.command",
             "rlzoo.tune.__main__",
             "rlzoo.pipeline",
