@@ -26,8 +26,7 @@ from rlzoo.schema import at_least, parse
 from rlzoo.srl import metrics
 from rlzoo.srl.dataset import LATEST, Dataset, find_dataset, load_dataset
 from rlzoo.srl.encoder import ANY_METHOD, Encoder, find_encoder, load_encoder
-
-BATCH = 512
+from rlzoo.srl.networks import encode_in_batches
 
 
 @dataclass(frozen=True)
@@ -48,15 +47,9 @@ class EvaluateSettings:
 
 def evaluate(encoder: Encoder, dataset: Dataset, settings: EvaluateSettings) -> dict[str, float]:
     """GTC, its mean and the linear probe on every frame of ``dataset``; GTC on draws of a few of its episodes."""
-    if encoder.image_shape != dataset.images.shape[1:]:
-        raise ConfigError(
-            f"encoder {encoder.path} takes images of shape {encoder.image_shape}, "
-            f"the dataset {dataset.path} has {dataset.images.shape[1:]}: "
-            "collect the dataset at the encoder's image_size"
-        )
     ground_truth, names = dataset.metric_ground_truth()
     episodes = np.cumsum(dataset.episode_starts) - 1
-    states = np.concatenate([encoder.encode(dataset.images[i : i + BATCH]) for i in range(0, len(episodes), BATCH)])
+    states = encode_in_batches(encoder.module, dataset.images, encoder.device)
     correlations = metrics.gtc(states, ground_truth)
     result = _named("gtc", names, correlations)
     result["gtc_mean"] = float(np.nanmean(correlations))
@@ -69,19 +62,30 @@ def evaluate(encoder: Encoder, dataset: Dataset, settings: EvaluateSettings) -> 
 
 
 def _subset_gtc(states: np.ndarray, ground_truth: np.ndarray, episodes: np.ndarray, settings: EvaluateSettings) -> Any:
-    n_episodes = int(episodes.max()) + 1
-    assert settings.subset_episodes is not None
-    if settings.subset_episodes > n_episodes:
+    n_episodes, subset = int(episodes.max()) + 1, settings.subset_episodes
+    rng = np.random.default_rng(settings.seed)
+    draws = []
+    for _ in range(settings.draws):
+        mask = np.isin(episodes, rng.choice(n_episodes, subset, replace=False))
+        draws.append(metrics.gtc(states[mask], ground_truth[mask]))
+    return np.mean(draws, axis=0)
+
+
+def _check(encoders: list[Encoder], dataset: Dataset, settings: EvaluateSettings) -> None:
+    """Refuse an encoder of another image size, or more episodes to draw than the dataset has."""
+    for encoder in encoders:
+        if encoder.image_shape != dataset.images.shape[1:]:
+            raise ConfigError(
+                f"encoder {encoder.path} takes images of shape {encoder.image_shape}, "
+                f"the dataset {dataset.path} has {dataset.images.shape[1:]}: "
+                "collect the dataset at the encoder's image_size"
+            )
+    n_episodes = int(dataset.episode_starts.sum())
+    if settings.subset_episodes is not None and settings.subset_episodes > n_episodes:
         raise ConfigError(
             f"subset_episodes={settings.subset_episodes} is more than the dataset's {n_episodes} episodes: "
             f"give 2 to {n_episodes}, or null to skip GTC on draws of episodes"
         )
-    rng = np.random.default_rng(settings.seed)
-    draws = []
-    for _ in range(settings.draws):
-        mask = np.isin(episodes, rng.choice(n_episodes, settings.subset_episodes, replace=False))
-        draws.append(metrics.gtc(states[mask], ground_truth[mask]))
-    return np.mean(draws, axis=0)
 
 
 def _encoder_folder(path: str, env_id: str) -> Path:
@@ -118,11 +122,12 @@ def evaluate_encoders(cfg: DictConfig) -> dict[str, dict[str, float]]:
         values["encoders"] = [values["encoders"]]
     settings = parse(EvaluateSettings, values)  # type: ignore[arg-type]
     dataset = load_dataset(find_dataset(settings.dataset))
-    folders = [_encoder_folder(path, dataset.env_id) for path in settings.encoders]
+    encoders = [load_encoder(_encoder_folder(path, dataset.env_id)) for path in settings.encoders]
+    _check(encoders, dataset, settings)
     results = {}
-    for folder in folders:
-        results[str(folder)] = evaluate(load_encoder(folder), dataset, settings)
-        print(_line(folder, results[str(folder)]), flush=True)
+    for encoder in encoders:
+        results[str(encoder.path)] = evaluate(encoder, dataset, settings)
+        print(_line(encoder.path, results[str(encoder.path)]), flush=True)
     if settings.out is not None:
         Path(settings.out).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(Path(settings.out), json.dumps({"dataset": str(dataset.path), "encoders": results}, indent=2))

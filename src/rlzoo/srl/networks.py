@@ -24,6 +24,15 @@ def images_to_tensor(images: np.ndarray | torch.Tensor, device: torch.device | s
     return tensor.permute(0, 3, 1, 2).float().div_(255.0)
 
 
+def encode_in_batches(
+    module: nn.Module, images: np.ndarray, device: torch.device | str = "cpu", batch: int = 256
+) -> np.ndarray:
+    """The states of many uint8 images, ``batch`` at a time, without gradients."""
+    with torch.no_grad():
+        parts = [module(images_to_tensor(images[i : i + batch], device)).cpu() for i in range(0, len(images), batch)]
+    return torch.cat(parts).numpy()
+
+
 def check_image_size(height: int, width: int) -> None:
     """The encoder and decoder need sides that are multiples of 16 (16, 32, 64, ..., 224)."""
     if height < DOWNSAMPLING or width < DOWNSAMPLING or height % DOWNSAMPLING or width % DOWNSAMPLING:

@@ -33,7 +33,7 @@ from rlzoo.srl import encoder as encoders
 from rlzoo.srl import metrics
 from rlzoo.srl.dataset import Dataset, find_dataset, load_dataset
 from rlzoo.srl.losses import LossContext, SRLLoss
-from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, images_to_tensor
+from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, encode_in_batches
 from rlzoo.srl.trainer import Losses, PairData, TrainingSettings, fit
 
 SRL_CONFIG_DIR = CONFIG_DIR
@@ -167,7 +167,7 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     train_seconds = time.perf_counter() - started
 
     frames = val_pairs  # the first frames of the held-out pairs
-    states = _states(module.eval(), dataset.images[frames], device)
+    states = encode_in_batches(module.eval(), dataset.images[frames], device)
     result = _measure(states, ground_truth[frames], names, knn_k, seed)
     probe = metrics.linear_probe(states, ground_truth[frames], np.cumsum(dataset.episode_starts)[frames])
     result |= {f"srl/probe/{name}": float(value) for name, value in zip(names, probe, strict=True)}
@@ -236,12 +236,6 @@ def _fit_pca(images: np.ndarray, state_dim: int, seed: int) -> PCAEncoder:
         )
     pca = PCA(n_components=state_dim, svd_solver="randomized", random_state=seed).fit(flat)
     return PCAEncoder(pca.mean_, pca.components_, (images.shape[1], images.shape[2], 3))
-
-
-def _states(module: nn.Module, images: np.ndarray, device: torch.device, batch: int = 256) -> np.ndarray:
-    with torch.no_grad():
-        parts = [module(images_to_tensor(images[i : i + batch], device)).cpu() for i in range(0, len(images), batch)]
-    return torch.cat(parts).numpy()
 
 
 def _measure(states: np.ndarray, ground_truth: np.ndarray, names: list[str], knn_k: int, seed: int) -> dict[str, float]:
