@@ -54,6 +54,17 @@ def test_episode_budget_collects_whole_episodes(tmp_path: Path) -> None:
     assert capped.metadata["n_episodes"] == 2 and len(capped) == 300
 
 
+def test_episode_steps_cut_episodes_as_the_envs_own_limit(tmp_path: Path) -> None:
+    """``episode_steps``: more, shorter episodes in the same frames, bit for bit those of an env that ends sooner."""
+    cut = load_dataset(make_dataset(tmp_path / "cut", ["n_samples=200", "episode_steps=50"]) / "dataset.npz")
+    assert cut.metadata["n_episodes"] == 4 and cut.metadata["episode_steps"] == 50
+    assert np.flatnonzero(cut.episode_starts).tolist() == [0, 50, 100, 150]
+    assert len(np.unique(cut.target_positions, axis=0)) == 4  # type: ignore[arg-type]  # a target per episode
+    short_env = load_dataset(make_dataset(tmp_path / "env", ["n_samples=200", "+env.max_steps=50"]) / "dataset.npz")
+    for name in ("images", "actions", "rewards", "episode_starts", "ground_truth", "target_positions"):
+        assert np.array_equal(getattr(cut, name), getattr(short_env, name)), name
+
+
 def test_workers_do_not_change_the_dataset_and_latest_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     serial = load_dataset(make_dataset(tmp_path / "outputs" / "a", ["n_samples=300"]))
     parallel = load_dataset(make_dataset(tmp_path / "outputs" / "b", ["n_samples=300", "n_workers=2"]))
@@ -129,6 +140,7 @@ def test_agent_policy(tmp_path: Path) -> None:
     [
         (["env=MobileRobot"], ["n_samples=0"], "n_samples=0 must be ≥ 1"),
         (["env=MobileRobot"], ["n_episodes=0"], "n_episodes=0 must be ≥ 1"),
+        (["env=MobileRobot"], ["episode_steps=0"], "episode_steps=0 must be ≥ 1"),
         (["env=CartPole"], ["collect_policy=toward_target"], r"needs info\['target_position'\]"),
         (["env=MobileRobot"], ["collect_policy=toward_target", "collect_policy.random_fraction=2"], "fraction=2"),
         (["env=MobileRobot"], ["collect_policy=agent", "collect_policy.run=/nonexistent"], "no such folder"),

@@ -34,6 +34,7 @@ class CollectSettings:
     run_dir: str
     n_samples: int = field(default=20_000, metadata=at_least(1))
     n_episodes: int | None = field(default=None, metadata=at_least(1))
+    episode_steps: int | None = field(default=None, metadata=at_least(1))
     image_size: int = field(default=64, metadata=at_least(8))
     seed: int = field(default=0, metadata=at_least(0))
     n_workers: int = field(default=0, metadata=at_least(0))
@@ -103,8 +104,10 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     atomic_write_text(folder / "config.yaml", OmegaConf.to_yaml(cfg))
     started = time.perf_counter()
 
+    episode_frames = min(n_samples, settings.episode_steps or n_samples)
+
     def task(index: int) -> collection.EpisodeTask:
-        return collection.EpisodeTask(spec, image_size, policy, seed + index, n_samples)
+        return collection.EpisodeTask(spec, image_size, policy, seed + index, episode_frames)
 
     with tqdm(total=n_samples, unit="frame", disable=not settings.progress_bar, desc="collect") as bar:
         frames, n_episodes = collection.collect_frames(
@@ -117,6 +120,7 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
         "image_size": [image_size, image_size],
         "n_samples": len(frames),
         "n_episodes": n_episodes,
+        "episode_steps": settings.episode_steps,
         "n_pairs": int(np.count_nonzero(~arrays["episode_starts"][1:])),
         "seed": seed,
         "episode_seeds": [seed, seed + n_episodes - 1],
