@@ -16,7 +16,7 @@ from stable_baselines3 import PPO
 
 from conftest import TINY_ON_POLICY, TINY_RUN
 from rlzoo.config import compose_config
-from rlzoo.enjoy import EnjoySettings, enjoy, main, watch
+from rlzoo.enjoy import EnjoySettings, Replay, enjoy, main, watch
 from rlzoo.errors import ConfigError
 from rlzoo.replay.loading import load_run, run_episodes
 from rlzoo.train import train
@@ -76,14 +76,31 @@ def test_enjoy_replays_the_test_episodes_and_writes_a_video(cartpole_run: Path) 
     assert list(zip(replay.returns, replay.lengths, strict=True)) == tested
     mean = np.mean(replay.returns)
     assert f"return {mean:.2f} ± {np.std(replay.returns):.2f} (std), min {min(replay.returns):.2f}" in lines[0]
-    out = cartpole_run / "enjoy"
-    assert replay.files[:3] == [out / "final_returns.csv", out / "final.mp4", out / "final.gif"]
-    assert (out / "final_returns.csv").read_text().splitlines()[1] == f"0,{replay.returns[0]:g},{replay.lengths[0]}"
-    with imageio.get_reader(out / "final.mp4") as video:  # one frame per agent step, at CartPole's 50 fps
+    out, stem = cartpole_run / "enjoy", f"final_seed{SEED + 10_000}"  # a replay from another seed than 0 says so
+    assert replay.files[:3] == [out / f"{stem}_returns.csv", out / f"{stem}.mp4", out / f"{stem}.gif"]
+    assert replay.files[0].read_text().splitlines()[1] == f"0,{replay.returns[0]:g},{replay.lengths[0]}"
+    with imageio.get_reader(out / f"{stem}.mp4") as video:  # one frame per agent step, at CartPole's 50 fps
         assert video.count_frames() == sum(replay.lengths)
         assert video.get_data(0).shape == (400, 600, 3)
-    with Image.open(out / "final.gif") as gif:  # identical consecutive frames are merged: count the time instead
+    with Image.open(out / f"{stem}.gif") as gif:  # identical consecutive frames are merged: count the time instead
         assert sum(frame.info["duration"] for frame in ImageSequence.Iterator(gif)) == sum(replay.lengths) * 20
+
+
+def test_replays_in_another_mode_or_from_another_seed_keep_their_files(robot_run: Path) -> None:
+    def replay(deterministic: bool, seed: int) -> Replay:
+        return enjoy(EnjoySettings(str(robot_run), n_episodes=2, deterministic=deterministic, seed=seed), log=quiet)
+
+    replays = {
+        (deterministic, seed): replay(deterministic, seed) for deterministic, seed in [(True, 0), (False, 0), (True, 3)]
+    }
+    names = {key: replay.files[0].name for key, replay in replays.items()}
+    assert names == {
+        (True, 0): "final_returns.csv", (False, 0): "final_stochastic_returns.csv", (True, 3): "final_seed3_returns.csv"
+    }  # fmt: skip
+    for replay in replays.values():  # none overwritten by the next
+        rows = replay.files[0].read_text().splitlines()[1:]
+        assert [float(row.split(",")[1]) for row in rows] == pytest.approx(replay.returns)
+    assert replays[(True, 0)].returns != replays[(True, 3)].returns  # another seed: other episodes
 
 
 def test_enjoy_without_a_video_plays_the_same_episodes_on_several_envs(cartpole_run: Path) -> None:

@@ -78,6 +78,13 @@ class EnjoySettings:
         return settings
 
 
+def file_stem(label: str, settings: EnjoySettings) -> str:
+    """``<label>[_stochastic][_seed<k>]``: a replay in another mode or from another seed keeps its own files."""
+    mode = "" if settings.deterministic else "_stochastic"
+    seed = "" if settings.seed == 0 else f"_seed{settings.seed}"
+    return f"{label}{mode}{seed}"
+
+
 @dataclass(frozen=True)
 class Replay:
     """What one replay produced: the episodes' returns and lengths and the files written."""
@@ -118,18 +125,19 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
     out.mkdir(exist_ok=True)
     rows = [f"{i},{r:.6g},{n}" for i, (r, n) in enumerate(zip(returns, lengths, strict=True))]
     table = "\n".join(["episode,return,length", *rows]) + "\n"
-    files = [out / f"{loaded.label}_returns.csv"]
+    stem = file_stem(loaded.label, settings)
+    files = [out / f"{stem}_returns.csv"]
     atomic_write_text(files[0], table)
     if settings.video:
         frames = [frame for e in episodes for frame in e.frames]
         fps = settings.fps or _render_fps(loaded)
         for fmt in settings.video_formats:
-            files.append(write_video(out / f"{loaded.label}.{fmt}", frames, fps))
+            files.append(write_video(out / f"{stem}.{fmt}", frames, fps))
     if "trajectory" in settings.plot:
-        files.append(plot_trajectories(episodes, _title(loaded), out / f"{loaded.label}_trajectory.png"))
+        files.append(plot_trajectories(episodes, _title(loaded), out / f"{stem}_trajectory.png"))
     if "action_probabilities" in settings.plot:
         name = "action_probabilities" if episodes[0].probabilities is not None else "actions"
-        path = out / f"{loaded.label}_{name}.png"
+        path = out / f"{stem}_{name}.png"
         files.append(plot_actions(episodes, loaded.model.action_space, _title(loaded), path))
     log("  wrote " + ", ".join(str(f) for f in files))
     return Replay(loaded.label, returns.tolist(), lengths, files)
@@ -147,10 +155,11 @@ def _enjoy_multiagent(settings: EnjoySettings, log: Callable[[str], None]) -> Re
     log(f"rlzoo.enjoy: {settings.run}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}")
     out = RunDir(Path(settings.run)).enjoy_dir
     out.mkdir(exist_ok=True)
-    files = [out / f"{FINAL}_returns.csv"]
+    stem = file_stem(FINAL, settings)
+    files = [out / f"{stem}_returns.csv"]
     atomic_write_text(files[0], replay.table())
     for fmt in settings.video_formats if settings.video else ():
-        files.append(write_video(out / f"{FINAL}.{fmt}", replay.frames, settings.fps or replay.render_fps))
+        files.append(write_video(out / f"{stem}.{fmt}", replay.frames, settings.fps or replay.render_fps))
     log("  wrote " + ", ".join(str(f) for f in files))
     return Replay(FINAL, returns, [e.length for e in replay.episodes], files)
 
