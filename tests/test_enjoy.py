@@ -87,12 +87,11 @@ def test_enjoy_replays_the_test_episodes_and_writes_a_video(cartpole_run: Path) 
 
 
 def test_replays_in_another_mode_or_from_another_seed_keep_their_files(robot_run: Path) -> None:
-    def replay(deterministic: bool, seed: int) -> Replay:
+    def replay_with(deterministic: bool, seed: int) -> Replay:
         return enjoy(EnjoySettings(str(robot_run), n_episodes=2, deterministic=deterministic, seed=seed), log=quiet)
 
-    replays = {
-        (deterministic, seed): replay(deterministic, seed) for deterministic, seed in [(True, 0), (False, 0), (True, 3)]
-    }
+    keys = [(True, 0), (False, 0), (True, 3)]
+    replays = {(deterministic, seed): replay_with(deterministic, seed) for deterministic, seed in keys}
     names = {key: replay.files[0].name for key, replay in replays.items()}
     assert names == {
         (True, 0): "final_returns.csv", (False, 0): "final_stochastic_returns.csv", (True, 3): "final_seed3_returns.csv"
