@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 from wandb.proto import wandb_internal_pb2
@@ -20,7 +21,11 @@ HEADER = 7  # crc32 (4) + length (2, little-endian) + type (1)
 
 
 def read_wandb_records(path: Path) -> list[wandb_internal_pb2.Record]:
-    """Parse a ``.wandb`` file: a 7-byte file header, then 32 KiB blocks of (possibly split) records."""
+    """Parse a ``.wandb`` file: a 7-byte file header, then 32 KiB blocks of (possibly split) records.
+
+    W&B's service may still be writing the file: reading stops at the first chunk that is cut short or whose
+    crc32 (over its type byte and payload) does not match, so callers that wait re-read the complete records later.
+    """
     data = path.read_bytes()[7:]
     records, pending, offset = [], b"", 0
     while offset + HEADER <= len(data):
@@ -28,11 +33,13 @@ def read_wandb_records(path: Path) -> list[wandb_internal_pb2.Record]:
         if room < HEADER:  # block trailer padding
             offset += room
             continue
-        _, length, kind = struct.unpack("<IHB", data[offset : offset + HEADER])
+        checksum, length, kind = struct.unpack("<IHB", data[offset : offset + HEADER])
         payload = data[offset + HEADER : offset + HEADER + length]
         offset += HEADER + length
         if kind == 0 and length == 0:
             continue
+        if len(payload) < length or zlib.crc32(payload, zlib.crc32(bytes([kind]))) != checksum:
+            break  # a chunk still being written
         pending = payload if kind in (1, 2) else pending + payload
         if kind in (1, 4):
             record = wandb_internal_pb2.Record()
@@ -41,17 +48,22 @@ def read_wandb_records(path: Path) -> list[wandb_internal_pb2.Record]:
     return records
 
 
+def finished_records(path: Path, timeout: float = 60.0) -> list[wandb_internal_pb2.Record]:
+    """The records of a ``.wandb`` file once W&B's service has written its exit record (it may lag ``finish()``)."""
+    deadline = time.monotonic() + timeout
+    records = read_wandb_records(path)
+    while not any(r.HasField("exit") for r in records) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        records = read_wandb_records(path)
+    return records
+
+
 def test_wandb_offline_run_carries_job_config_and_metrics(compose: Compose, tmp_path: Path) -> None:
     overrides = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN, "logger=wandb", "logger.formats=[csv]"]
     metrics = train(compose(overrides))
     files = list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(files) == 1
-    records = read_wandb_records(files[0])
-    for _ in range(60):  # W&B's service may still be flushing the file right after finish() on a loaded machine
-        if any(r.HasField("run") for r in records) and any(r.HasField("summary") for r in records):
-            break
-        time.sleep(0.5)
-        records = read_wandb_records(files[0])
+    records = finished_records(files[0])
     run = next(r.run for r in records if r.HasField("run"))
     assert run.run_group == "ppo_CartPole_ground_truth"
     assert run.project == "rlzoo"
@@ -77,7 +89,7 @@ def test_sweep_jobs_share_the_sweep_dir_as_wandb_group(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     for job, seed in (("0", 0), ("1", 1)):
         files = list((sweep_dir / job / "wandb").glob("offline-run-*/run-*.wandb"))
-        records = read_wandb_records(files[0])
+        records = finished_records(files[0])
         run = next(r.run for r in records if r.HasField("run"))
         assert run.run_group == str(sweep_dir)
         items = [*run.config.update, *(i for r in records if r.HasField("config") for i in r.config.update)]

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.command import main, run_pipeline
 from rlzoo.pipeline.spec import pipeline_spec
-from test_report import finished_records
+from test_loggers import finished_records
 
 # The srl_benchmark_small experiment, shrunk: 300 frames at 16 x 16, 1-epoch encoders of 8 dims, 600 RL steps.
 TINY = [

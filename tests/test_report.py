@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from rlzoo.reporting.wandb_results import log_results
 from rlzoo.results.comparison import compare
 from rlzoo.results.stats import rliable_installed
 from srl_helpers import make_dataset, make_encoder
-from test_loggers import read_wandb_records
+from test_loggers import finished_records
 
 RUN = [
     "algo=ppo", "env=MobileRobot", "env.random_target=true", "n_envs=2", "vec_env=dummy", "total_timesteps=1000",
@@ -112,16 +111,6 @@ def test_the_page_renders_in_chromium(sweep: Path, chromium: Any, tmp_path: Path
     assert chromium.execute_script(KNN_MSE) == f"{expected:.4g}"  # the KNN-MSE of the encoder the runs used
     shot = tmp_path / "report.png"
     assert chromium.save_screenshot(str(shot)) and shot.stat().st_size > 20_000
-
-
-def finished_records(path: Path, timeout: float = 60.0) -> list[Any]:
-    """The records of a ``.wandb`` file once W&B's service has written its exit record (it may lag ``finish()``)."""
-    deadline = time.monotonic() + timeout
-    records = read_wandb_records(path)
-    while not any(r.HasField("exit") for r in records) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        records = read_wandb_records(path)
-    return records
 
 
 def test_results_go_to_the_sweeps_wandb_group(sweep: Path, tmp_path: Path) -> None:
