@@ -183,6 +183,8 @@ BAD_INPUTS = [
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3"], "add multiagent=independent"),
     (["algo=ppo", *TICTACTOE, "multiagent=random", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "n_envs=2"], "n_envs=1"),
+    (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "sampled_test=true"],
+     "sampled_test=true: multi-agent runs play one test"),
 ]  # fmt: skip
 
 

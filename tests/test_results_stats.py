@@ -41,5 +41,29 @@ def test_results_csv_has_iqm_inside_its_ci_and_the_test_return(tmp_path: Path) -
     markdown = (tmp_path / "plots" / "results.md").read_text()
     assert "train return (mean ± SE)" in markdown and "IQM [95 % CI]" in markdown
     assert "P(> ground_truth) [95 % CI]" in markdown and "test return (mean ± SE)" in markdown
+    assert "sampled test return" not in markdown and table["srl_splits"]["sampled_test_mean"] == ""
     profile = tmp_path / "plots" / "performance_profile_CartPole-v1.png"
     assert profile in report.profiles and profile.stat().st_size > 0
+
+
+def test_a_sampled_test_gets_its_own_column(tmp_path: Path) -> None:
+    """Runs with sampled_test=true: results.csv and the table carry the sampled-action test return beside the greedy."""
+    sampled = {"ground_truth": [235.0, 236.0], "srl_splits": [219.0, 221.0]}
+    for method, values in sampled.items():
+        for seed, value in enumerate(values):
+            path = make_run(tmp_path / f"{method}{seed}", [[value - 10] * 10], [[5] * 10], srl_model=method, seed=seed)
+            metrics = {"test/mean_return": TESTS[method][seed], "test_sampled/mean_return": value}
+            (path / "metrics.json").write_text(json.dumps(metrics))
+    plot(PlotSettings(dir=str(tmp_path), out=str(tmp_path / "plots")), log=lambda _: None)
+    with (tmp_path / "plots" / "results.csv").open() as stream:
+        table = {row["srl_model"]: row for row in csv.DictReader(stream)}
+    assert float(table["srl_splits"]["sampled_test_mean"]) == pytest.approx(220.0)
+    assert float(table["srl_splits"]["sampled_test_se"]) == pytest.approx(1.0)
+    assert float(table["srl_splits"]["test_mean"]) == pytest.approx(205.0)
+    header, srl_splits = (
+        [cell.strip() for cell in line.split("|")[1:-1]]
+        for line in (tmp_path / "plots" / "results.md").read_text().splitlines()
+        if line.startswith("| env") or "srl_splits" in line
+    )
+    assert header.index("sampled test return (mean ± SE)") == header.index("test return (mean ± SE)") + 1
+    assert srl_splits[header.index("sampled test return (mean ± SE)")] == "220.0 ± 1.0"

@@ -10,6 +10,7 @@ A run directory holds::
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
     test_returns.csv       one row per test episode: episode,return,length
+    test_returns_sampled.csv  the same episodes with sampled actions (sampled_test=true)
     evaluations.csv        keep-best evaluations (eval_freq > 0): steps,mean_return,std_return,min_return,max_return,
                            best (one row each)
     best/                  the best evaluated model.zip (+ obs_norm.npz): ``checkpoint=best``
@@ -51,6 +52,7 @@ MODEL = "model.zip"
 OBS_NORM = "obs_norm.npz"
 METRICS = "metrics.json"
 TEST_RETURNS = "test_returns.csv"
+SAMPLED_TEST_RETURNS = "test_returns_sampled.csv"
 RETURNS100 = "returns100.csv"
 RETURNS100_HEADER = "frame,mean,std,max,min"
 MONITOR_SUFFIX = ".monitor.csv"
@@ -265,12 +267,13 @@ class RunDir:
             shutil.rmtree(staging, ignore_errors=True)
         return final
 
-    def write_test_returns(self, returns: Sequence[float], lengths: Sequence[int]) -> None:
-        """Write one row per test episode: ``episode,return,length``."""
+    def write_test_returns(self, returns: Sequence[float], lengths: Sequence[int], sampled: bool = False) -> None:
+        """Write one row per test episode: ``episode,return,length`` (``sampled``: the sampled-action replay)."""
         rows = ["episode,return,length"] + [
             f"{i},{ret:.6g},{length}" for i, (ret, length) in enumerate(zip(returns, lengths, strict=True))
         ]
-        atomic_write_text(self.path / TEST_RETURNS, "\n".join(rows) + "\n")
+        name = SAMPLED_TEST_RETURNS if sampled else TEST_RETURNS
+        atomic_write_text(self.path / name, "\n".join(rows) + "\n")
 
     def write_metrics(self, metrics: dict[str, float]) -> None:
         """Write the metrics summary, last: it marks the run finished."""

@@ -46,12 +46,15 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
 
 def console_figures(metrics: dict[str, float]) -> str:
     """The figures of a finished run on its console line: mean test return, success rate (envs that report success),
-    the best evaluation (keep-best), and each agent's figures (multi-agent runs)."""
+    the sampled-action test (sampled_test=true), the best evaluation (keep-best), and each agent's figures
+    (multi-agent runs)."""
     from rlzoo.multiagent.episodes import agent_figures
 
     parts = [f"mean test return {metrics.get('test/mean_return', float('nan')):.2f}"]
     if "test/success_rate" in metrics:
         parts.append(f"success rate {metrics['test/success_rate']:.0%}")
+    if "test_sampled/mean_return" in metrics:
+        parts.append(f"sampled actions {metrics['test_sampled/mean_return']:.2f}")
     if "eval/best_return" in metrics:
         parts.append(f"best evaluation {metrics['eval/best_return']:.2f} at {int(metrics['eval/best_steps'])} steps")
     return ", ".join(parts + agent_figures(metrics))

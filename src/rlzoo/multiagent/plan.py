@@ -111,6 +111,8 @@ def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()
 def _check_run_keys(settings: RunSettings, representation: Any) -> None:
     if settings.resume or settings.init_from:
         raise ConfigError("multi-agent runs cannot resume or fine-tune yet (resume, init_from): start a new run")
+    if settings.sampled_test:
+        raise ConfigError("sampled_test=true: multi-agent runs play one test in deterministic_test's mode (got true)")
     if settings.n_envs != 1:
         raise ConfigError(f"multi-agent runs step one PettingZoo env: n_envs=1 (got n_envs={settings.n_envs})")
     if representation != "ground_truth":

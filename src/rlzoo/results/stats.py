@@ -51,10 +51,11 @@ class Row(Protocol):
 REPS = 2000  # bootstrap resamples
 CONFIDENCE = 0.95
 TEST_KEY = "test/mean_return"  # metrics.json of a finished run
+SAMPLED_TEST_KEY = "test_sampled/mean_return"  # the same test episodes with sampled actions (sampled_test=true)
 MISSING_NOTE = 'IQM, its CI and P(improvement) need rliable: pip install -e ".[stats]"'
 CSV_HEADER = (
     "test_mean", "test_se", "test_seeds", "iqm", "iqm_ci_low", "iqm_ci_high",
-    "p_improvement", "p_improvement_ci_low", "p_improvement_ci_high",
+    "p_improvement", "p_improvement_ci_low", "p_improvement_ci_high", "sampled_test_mean", "sampled_test_se",
 )  # fmt: skip
 
 
@@ -67,15 +68,32 @@ class RowStats:
     iqm_ci: tuple[float, float] = (math.nan, math.nan)
     improvement: float = math.nan  # P(a seed of this row scores above a seed of the baseline row)
     improvement_ci: tuple[float, float] = (math.nan, math.nan)
+    sampled_scores: tuple[float, ...] = ()  # per seed: the test episodes with sampled actions (sampled_test=true)
 
     @property
     def test_mean(self) -> float:
-        return float(np.mean(self.test_scores)) if self.test_scores else math.nan
+        return _mean(self.test_scores)
 
     @property
     def test_se(self) -> float:
-        n = len(self.test_scores)
-        return float(np.std(self.test_scores, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+        return _se(self.test_scores)
+
+    @property
+    def sampled_mean(self) -> float:
+        return _mean(self.sampled_scores)
+
+    @property
+    def sampled_se(self) -> float:
+        return _se(self.sampled_scores)
+
+
+def _mean(scores: tuple[float, ...]) -> float:
+    return float(np.mean(scores)) if scores else math.nan
+
+
+def _se(scores: tuple[float, ...]) -> float:
+    n = len(scores)
+    return float(np.std(scores, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
 
 
 def rliable_installed() -> bool:
@@ -83,13 +101,14 @@ def rliable_installed() -> bool:
     return importlib.util.find_spec("rliable") is not None
 
 
-def test_scores(row: Row) -> tuple[float, ...]:
-    """One test return per seed of ``row`` (the mean over its finished runs with that seed)."""
+def test_scores(row: Row, key: str = TEST_KEY) -> tuple[float, ...]:
+    """One test return per seed of ``row`` (the mean over its finished runs with that seed); ``key``: the
+    ``metrics.json`` entry (:data:`SAMPLED_TEST_KEY`: the sampled-action test)."""
     by_seed: dict[int, list[float]] = defaultdict(list)
     for run in row.group.scored_runs:
         metrics = Path(run.path) / "metrics.json"
         if run.seed in row.seeds and metrics.is_file():
-            value = json.loads(metrics.read_text()).get(TEST_KEY)
+            value = json.loads(metrics.read_text()).get(key)
             if value is not None and not math.isnan(float(value)):
                 by_seed[run.seed].append(float(value))
     return tuple(float(np.mean(by_seed[seed])) for seed in sorted(by_seed))
@@ -130,9 +149,9 @@ def row_stats(rows: Sequence[Row], baseline: str | None, reps: int = REPS, seed:
         from rliable import metrics
     result = []
     for row in rows:
-        tests = test_scores(row)
+        tests, sampled = test_scores(row), test_scores(row, SAMPLED_TEST_KEY)
         if not installed or not row.n:
-            result.append(RowStats(tests))
+            result.append(RowStats(tests, sampled_scores=sampled))
             continue
         column = np.asarray(row.scores, dtype=float)[:, None]  # (seeds, one task)
         iqm, iqm_ci = _interval({"x": [column]}, lambda x: np.array([metrics.aggregate_iqm(x)]), seed, reps)
@@ -146,7 +165,7 @@ def row_stats(rows: Sequence[Row], baseline: str | None, reps: int = REPS, seed:
                 seed,
                 reps,
             )
-        result.append(RowStats(tests, iqm, iqm_ci, improvement, improvement_ci))
+        result.append(RowStats(tests, iqm, iqm_ci, improvement, improvement_ci, sampled))
     return result
 
 
@@ -154,20 +173,27 @@ def _number(value: float, digits: int = 1) -> str:
     return "—" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def header_cells(baseline: str | None) -> list[str]:
-    """The columns the statistics add to the results table."""
+def has_sampled(stats: Sequence[RowStats]) -> bool:
+    """Whether some row's runs played a sampled-action test (``sampled_test=true``): the table shows its column."""
+    return any(s.sampled_scores for s in stats)
+
+
+def header_cells(baseline: str | None, sampled: bool = False) -> list[str]:
+    """The columns the statistics add to the results table (``sampled``: the sampled-action test return too)."""
     return [
         "test return (mean ± SE)",
+        *(["sampled test return (mean ± SE)"] if sampled else []),
         "IQM [95 % CI]",
         *([f"P(> {baseline}) [95 % CI]"] if baseline is not None else []),
     ]
 
 
-def row_cells(stats: RowStats, baseline: str | None, is_baseline: bool) -> list[str]:
+def row_cells(stats: RowStats, baseline: str | None, is_baseline: bool, sampled: bool = False) -> list[str]:
     """One row's cells under :func:`header_cells`."""
     low, high = stats.iqm_ci
     cells = [
         f"{_number(stats.test_mean)} ± {_number(stats.test_se)}",
+        *([f"{_number(stats.sampled_mean)} ± {_number(stats.sampled_se)}"] if sampled else []),
         "—" if math.isnan(stats.iqm) else f"{stats.iqm:.1f} [{low:.1f}, {high:.1f}]",
     ]
     if baseline is not None:
@@ -179,7 +205,8 @@ def row_cells(stats: RowStats, baseline: str | None, is_baseline: bool) -> list[
 
 def csv_cells(stats: RowStats) -> list[Any]:
     """One row's values under :data:`CSV_HEADER` (empty where undefined)."""
-    values = [stats.test_mean, stats.test_se, None, stats.iqm, *stats.iqm_ci, stats.improvement, *stats.improvement_ci]
+    values = [stats.test_mean, stats.test_se, None, stats.iqm, *stats.iqm_ci, stats.improvement, *stats.improvement_ci,
+              stats.sampled_mean, stats.sampled_se]  # fmt: skip
     cells: list[Any] = ["" if v is None or math.isnan(v) else f"{v:.6g}" for v in values]
     cells[2] = len(stats.test_scores)
     return cells
@@ -187,7 +214,8 @@ def csv_cells(stats: RowStats) -> list[Any]:
 
 CAPTION = (
     "train return: each seed's mean over its last {last} training episodes at the budget; test return: each seed's "
-    "mean over its test episodes after training; mean ± SE over seeds. IQM: interquartile mean of the seeds' train "
+    "mean over its test episodes after training (sampled test return, runs with sampled_test=true: the same episodes "
+    "with sampled actions); mean ± SE over seeds. IQM: interquartile mean of the seeds' train "
     "returns, 95 % stratified bootstrap CI ({reps} resamples, rliable); P(> baseline): probability that a seed "
     "scores above a seed of the baseline (rliable's probability of improvement), with its 95 % CI."
 )

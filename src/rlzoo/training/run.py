@@ -106,15 +106,34 @@ def _keep_best(plan: RunPlan, normalizer: VecNormalize | None) -> KeepBest:
 
 
 def _test(build: RunBuilder, model: BaseAlgorithm, normalizer: VecNormalize | None) -> dict[str, float]:
-    """Test episodes with learning off on ``test_envs`` envs of their own; their results go to ``test_returns.csv``."""
+    """Test episodes with learning off on ``test_envs`` envs of their own; their results go to ``test_returns.csv``.
+    With ``sampled_test`` the same episodes (same seeds) are played again with sampled actions: ``test_sampled/``
+    metrics and ``test_returns_sampled.csv``."""
+    settings = build.plan.settings
+    metrics = _play_test(build, model, normalizer, deterministic=settings.deterministic_test)
+    if settings.sampled_test and settings.test_episodes:
+        sampled = _play_test(build, model, normalizer, deterministic=False, sampled_file=True)
+        metrics |= {key.replace("test/", "test_sampled/", 1): value for key, value in sampled.items()}
+    return metrics
+
+
+def _play_test(
+    build: RunBuilder,
+    model: BaseAlgorithm,
+    normalizer: VecNormalize | None,
+    deterministic: bool,
+    sampled_file: bool = False,
+) -> dict[str, float]:
+    """Play the test episodes in one mode, write their returns (``test_returns.csv``, or
+    ``test_returns_sampled.csv`` with ``sampled_file``) and summarise them under ``test/``."""
     settings = build.plan.settings
     results = []
     if settings.test_episodes:
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
         test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes))
         try:
-            results = play_episodes(model, test_env, settings.test_episodes, deterministic=settings.deterministic_test)
+            results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic)
         finally:
             test_env.close()
-    build.plan.run.write_test_returns([r.ret for r in results], [r.length for r in results])
+    build.plan.run.write_test_returns([r.ret for r in results], [r.length for r in results], sampled=sampled_file)
     return summarize(results) if results else {}

@@ -30,6 +30,7 @@ class RunSettings:
     test_episodes: int = field(default=100, metadata=at_least(0))
     test_envs: int = field(default=10, metadata=at_least(1))
     deterministic_test: bool = True
+    sampled_test: bool = False
     max_test_steps: int = field(default=10_000, metadata=at_least(1))
     progress_bar: bool | Literal["auto"] = "auto"
     verbose: Literal[0, 1, 2] = 1
@@ -44,5 +45,11 @@ class RunSettings:
             raise ConfigError(
                 "test_checkpoint=best: this run keeps no best model (eval_freq=0); allowed: test_checkpoint=final, "
                 "or test_checkpoint=best with keep-best evaluation (eval_freq > 0)"
+            )
+        if settings.sampled_test and not settings.deterministic_test:
+            raise ConfigError(
+                "sampled_test=true plays the test episodes again with sampled actions after the greedy ones; "
+                "deterministic_test=false already samples them: allowed: sampled_test=false, or sampled_test=true "
+                "with deterministic_test=true"
             )
         return settings
