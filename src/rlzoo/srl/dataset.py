@@ -64,6 +64,14 @@ class Dataset:
     def discrete_actions(self) -> bool:
         return self.actions.ndim == 1
 
+    @property
+    def n_episodes(self) -> int:
+        return int(self.episode_starts.sum())
+
+    def episode_ids(self) -> np.ndarray:
+        """Each frame's episode, numbered from 0 (in ``0 .. n_episodes - 1``)."""
+        return np.cumsum(self.episode_starts) - 1
+
     def pair_indices(self) -> np.ndarray:
         """Frames t whose frame t + 1 belongs to the same episode (the training pairs)."""
         return np.flatnonzero(~self.episode_starts[1:])

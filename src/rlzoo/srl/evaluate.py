@@ -48,21 +48,23 @@ class EvaluateSettings:
 def evaluate(encoder: Encoder, dataset: Dataset, settings: EvaluateSettings) -> dict[str, float]:
     """GTC, its mean and the linear probe on every frame of ``dataset``; GTC on draws of a few of its episodes."""
     ground_truth, names = dataset.metric_ground_truth()
-    episodes = np.cumsum(dataset.episode_starts) - 1
+    episodes = dataset.episode_ids()
     states = encode_in_batches(encoder.module, dataset.images, encoder.device)
     correlations = metrics.gtc(states, ground_truth)
     result = _named("gtc", names, correlations)
     result["gtc_mean"] = float(np.nanmean(correlations))
     result |= _named("probe", names, metrics.linear_probe(states, ground_truth, episodes))
     if settings.subset_episodes is not None:
-        subset = _subset_gtc(states, ground_truth, episodes, settings)
+        subset = _subset_gtc(states, ground_truth, episodes, dataset.n_episodes, settings)
         result |= _named(f"gtc_{settings.subset_episodes}_episodes", names, subset)
         result[f"gtc_{settings.subset_episodes}_episodes_mean"] = float(np.nanmean(subset))
     return result
 
 
-def _subset_gtc(states: np.ndarray, ground_truth: np.ndarray, episodes: np.ndarray, settings: EvaluateSettings) -> Any:
-    n_episodes, subset = int(episodes.max()) + 1, settings.subset_episodes
+def _subset_gtc(
+    states: np.ndarray, ground_truth: np.ndarray, episodes: np.ndarray, n_episodes: int, settings: EvaluateSettings
+) -> Any:
+    subset = settings.subset_episodes
     rng = np.random.default_rng(settings.seed)
     draws = []
     for _ in range(settings.draws):
@@ -80,7 +82,7 @@ def _check(encoders: list[Encoder], dataset: Dataset, settings: EvaluateSettings
                 f"the dataset {dataset.path} has {dataset.images.shape[1:]}: "
                 "collect the dataset at the encoder's image_size"
             )
-    n_episodes = int(dataset.episode_starts.sum())
+    n_episodes = dataset.n_episodes
     if settings.subset_episodes is not None and settings.subset_episodes > n_episodes:
         raise ConfigError(
             f"subset_episodes={settings.subset_episodes} is more than the dataset's {n_episodes} episodes: "

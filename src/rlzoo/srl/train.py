@@ -169,7 +169,7 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     frames = val_pairs  # the first frames of the held-out pairs
     states = encode_in_batches(module.eval(), dataset.images[frames], device)
     result = _measure(states, ground_truth[frames], names, knn_k, seed)
-    probe = metrics.linear_probe(states, ground_truth[frames], np.cumsum(dataset.episode_starts)[frames])
+    probe = metrics.linear_probe(states, ground_truth[frames], dataset.episode_ids()[frames])
     result |= {f"srl/probe/{name}": float(value) for name, value in zip(names, probe, strict=True)}
     metrics.plot_states(run_dir / "states.png", states, ground_truth[frames], names, f"{recipe.name} states")
     result |= {f"srl/{k}": float(v) for k, v in summary.items()}
