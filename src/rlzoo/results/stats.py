@@ -101,17 +101,19 @@ def rliable_installed() -> bool:
     return importlib.util.find_spec("rliable") is not None
 
 
-def test_scores(row: Row, key: str = TEST_KEY) -> tuple[float, ...]:
-    """One test return per seed of ``row`` (the mean over its finished runs with that seed); ``key``: the
-    ``metrics.json`` entry (:data:`SAMPLED_TEST_KEY`: the sampled-action test)."""
-    by_seed: dict[int, list[float]] = defaultdict(list)
+def test_scores(row: Row, keys: Sequence[str] = (TEST_KEY,)) -> list[tuple[float, ...]]:
+    """Per ``metrics.json`` key (:data:`TEST_KEY`, :data:`SAMPLED_TEST_KEY`), one test return per seed of ``row``
+    (the mean over its finished runs with that seed); each run's file is read once."""
+    by_seed: list[dict[int, list[float]]] = [defaultdict(list) for _ in keys]
     for run in row.group.scored_runs:
         metrics = Path(run.path) / "metrics.json"
         if run.seed in row.seeds and metrics.is_file():
-            value = json.loads(metrics.read_text()).get(key)
-            if value is not None and not math.isnan(float(value)):
-                by_seed[run.seed].append(float(value))
-    return tuple(float(np.mean(by_seed[seed])) for seed in sorted(by_seed))
+            values = json.loads(metrics.read_text())
+            for key, seeds in zip(keys, by_seed, strict=True):
+                value = values.get(key)
+                if value is not None and not math.isnan(float(value)):
+                    seeds[run.seed].append(float(value))
+    return [tuple(float(np.mean(seeds[seed])) for seed in sorted(seeds)) for seeds in by_seed]
 
 
 def _baseline_of(row: Row, rows: Sequence[Row], baseline: str | None) -> Row | None:
@@ -149,7 +151,7 @@ def row_stats(rows: Sequence[Row], baseline: str | None, reps: int = REPS, seed:
         from rliable import metrics
     result = []
     for row in rows:
-        tests, sampled = test_scores(row), test_scores(row, SAMPLED_TEST_KEY)
+        tests, sampled = test_scores(row, (TEST_KEY, SAMPLED_TEST_KEY))
         if not installed or not row.n:
             result.append(RowStats(tests, sampled_scores=sampled))
             continue
