@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.errors import ConfigError
@@ -59,3 +60,20 @@ def test_bad_settings_and_a_run_without_a_best_model(tmp_path: Path) -> None:
         KeepBest(env, tmp_path, tmp_path / "e.csv", every_steps=10, episodes=5, normalizer=VecNormalize(env))
     with pytest.raises(ConfigError, match=r"checkpoint=best: the run .* has no best model .*eval_freq > 0"):
         require_best_model(RunDir(tmp_path))
+
+
+def test_episode_seed_replays_the_same_episodes_at_every_evaluation(tmp_path: Path) -> None:
+    model = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=32, batch_size=32, seed=0)
+    model.set_logger(configure(None, []))
+    evaluations = {}
+    for episode_seed in (None, 7):
+        eval_env = make_vec_env("CartPole-v1", n_envs=3, seed=7)
+        log = tmp_path / f"{episode_seed}.csv"
+        keep = KeepBest(eval_env, tmp_path / "best", log, every_steps=32, episodes=6, episode_seed=episode_seed)
+        keep.init_callback(model)
+        keep._on_training_start()
+        evaluations[episode_seed] = [keep.evaluate() for _ in range(3)]
+        keep._on_training_end()
+    assert len(set(evaluations[7])) == 1  # the same six episodes, the same (unchanged) model
+    assert evaluations[7][0] == evaluations[None][0]  # the first evaluation starts from the env's own seed either way
+    assert len(set(evaluations[None])) > 1  # without it, each evaluation plays six new episodes

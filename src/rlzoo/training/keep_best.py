@@ -38,6 +38,8 @@ class KeepBest(BaseCallback):
     :param episodes: episodes per evaluation (spread over the envs of ``eval_env``).
     :param normalizer: the training env's observation normaliser, if any (saved beside the best model).
     :param deterministic: evaluate the deterministic policy (as the test episodes do by default).
+    :param episode_seed: re-seed ``eval_env`` with this before every evaluation, so that each one plays the same
+        episodes (a paired comparison of the models; None: each evaluation plays on where the last one stopped).
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class KeepBest(BaseCallback):
         episodes: int,
         normalizer: VecNormalize | None = None,
         deterministic: bool = True,
+        episode_seed: int | None = None,
     ) -> None:
         super().__init__()
         if every_steps < 1 or episodes < 1:
@@ -66,6 +69,7 @@ class KeepBest(BaseCallback):
         self.episodes = episodes
         self.normalizer = normalizer
         self.deterministic = deterministic
+        self.episode_seed = episode_seed
         self.best_return = -np.inf
         self.best_steps: int | None = None
         self.last_evaluated = -1
@@ -101,6 +105,8 @@ class KeepBest(BaseCallback):
             self.eval_env.normalization = FrozenNormalization.snapshot(self.normalizer)
         elif self.normalizer is not None:
             sync_envs_normalization(self.normalizer, self.eval_env)
+        if self.episode_seed is not None:
+            self.eval_env.seed(self.episode_seed)  # applied by evaluate_policy's reset
         returns, _ = evaluate_policy(
             self.model, self.eval_env, n_eval_episodes=self.episodes, deterministic=self.deterministic,
             return_episode_rewards=True, warn=False,

@@ -95,14 +95,17 @@ def _learn(
 
 
 def _keep_best(plan: RunPlan, normalizer: VecNormalize | None) -> KeepBest:
-    """Keep-best evaluation (``eval_freq``): one frozen env of its own (seeded apart from the training and test
-    episodes), whose normalisation is a fresh snapshot of the training statistics at each evaluation."""
+    """Keep-best evaluation (``eval_freq``): frozen envs of its own (as many as the test's, at most one per episode),
+    whose normalisation is a fresh snapshot of the training statistics at each evaluation; every evaluation plays the
+    same ``eval_episodes`` episodes, seeded apart from the training and test episodes."""
     settings = plan.settings
     frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
-    eval_env = RunBuilder(plan).test_env(frozen, seed=settings.seed + EVAL_SEED_OFFSET)
+    seed = settings.seed + EVAL_SEED_OFFSET
+    n_envs = min(settings.test_envs, settings.eval_episodes)
+    eval_env = RunBuilder(plan).test_env(frozen, seed=seed, n_envs=n_envs)
     run = plan.run
     return KeepBest(eval_env, run.best_dir, run.evaluations, settings.eval_freq, settings.eval_episodes, normalizer,
-                    deterministic=settings.deterministic_test)  # fmt: skip
+                    deterministic=settings.deterministic_test, episode_seed=seed)  # fmt: skip
 
 
 def _test(build: RunBuilder, model: BaseAlgorithm, normalizer: VecNormalize | None) -> dict[str, float]:
