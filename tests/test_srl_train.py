@@ -119,12 +119,34 @@ def test_splits_follow_the_config(dataset: Path, tmp_path: Path) -> None:
         ("pca", ["srl_model.state_dim=100000"], "at most"),
         ("autoencoder", ["dataset=/nonexistent"], "not a dataset folder"),
         ("autoencoder", ["val_fraction=1.5"], "val_fraction=1.5"),
+        ("autoencoder", ["whiten=0"], r"whiten=0(\.0)?; allowed: null \(off\) or a regulariser in \(0, 1\)"),
+        ("random", ["whiten=1.5"], r"whiten=1\.5; allowed"),
+        ("pca", ["whiten=0.001"], "whiten=0.001 whitens image encoders .*not kind pca"),
     ],
 )
 def test_bad_input(dataset: Path, tmp_path: Path, method: str, overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         make_encoder(tmp_path / "bad", dataset, method, overrides)
     assert not (tmp_path / "bad" / "encoder.json").exists()
+
+
+@pytest.mark.parametrize("method", ["random", "srl_splits"])
+def test_whiten_folds_a_zca_transform_into_the_last_layer(dataset: Path, tmp_path: Path, method: str) -> None:
+    """Whitened, the states of the training frames have an identity covariance (to the regulariser), and the encoder
+    is still one module that reloads as any other."""
+    covariances = {}
+    for whiten in (None, 1e-9):
+        folder = tmp_path / str(whiten)
+        result = make_encoder(folder, dataset, method, [f"whiten={'null' if whiten is None else whiten}"])
+        config = json.loads((folder / "encoder.json").read_text())
+        assert config.get("whiten") == whiten and result.get("srl/whiten") == whiten
+        images = load_dataset(dataset).images
+        states = load_encoder(str(folder), "cpu").encode(images[:-1]).astype(np.float64)  # (about) the training frames
+        eigenvalues = np.linalg.eigvalsh(np.cov(states, rowvar=False))
+        covariances[whiten] = eigenvalues[eigenvalues > 1e-9 * eigenvalues.max()]  # the tiny CNN has 4 features
+    assert len(covariances[None]) == len(covariances[1e-9]) >= 2
+    assert covariances[None].max() / covariances[None].min() > 10  # unwhitened: far from isotropic
+    assert covariances[1e-9].min() > 0.5 and covariances[1e-9].max() < 2.0
 
 
 def test_kinds_have_their_keys() -> None:

@@ -33,6 +33,21 @@ def encode_in_batches(
     return torch.cat(parts).numpy()
 
 
+def fold_whitening(encoder: ImageEncoder, states: np.ndarray, regulariser: float) -> None:
+    """Whiten ``encoder``'s states in place: ZCA, ``W (s - mean)`` with ``W = C^-1/2`` of the covariance ``C`` of
+    ``states`` (its own states of the training frames) after adding ``regulariser`` x the largest eigenvalue to every
+    eigenvalue, folded into the last linear layer (the module and its saved format stay the same)."""
+    values = states.astype(np.float64)
+    mean = values.mean(axis=0)
+    eigenvalues, vectors = np.linalg.eigh(np.cov(values, rowvar=False))
+    floor = regulariser * max(float(eigenvalues.max()), np.finfo(np.float64).tiny)
+    whitening = vectors @ np.diag(1.0 / np.sqrt(np.clip(eigenvalues, 0.0, None) + floor)) @ vectors.T
+    with torch.no_grad():
+        weight, bias = encoder.head.weight.double().cpu().numpy(), encoder.head.bias.double().cpu().numpy()
+        encoder.head.weight.copy_(torch.as_tensor(whitening @ weight))
+        encoder.head.bias.copy_(torch.as_tensor(whitening @ (bias - mean)))
+
+
 def check_image_size(height: int, width: int) -> None:
     """The encoder and decoder need sides that are multiples of 16 (16, 32, 64, ..., 224)."""
     if height < DOWNSAMPLING or width < DOWNSAMPLING or height % DOWNSAMPLING or width % DOWNSAMPLING:

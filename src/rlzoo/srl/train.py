@@ -33,7 +33,7 @@ from rlzoo.srl import encoder as encoders
 from rlzoo.srl import metrics
 from rlzoo.srl.dataset import Dataset, find_dataset, load_dataset
 from rlzoo.srl.losses import LossContext, SRLLoss
-from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, encode_in_batches
+from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, encode_in_batches, fold_whitening
 from rlzoo.srl.trainer import Losses, PairData, TrainingSettings, fit
 
 SRL_CONFIG_DIR = CONFIG_DIR
@@ -49,6 +49,7 @@ class EncoderRunSettings:
     max_samples: int | None = field(default=None, metadata=at_least(2))
     seed: int = field(default=0, metadata=at_least(0))
     val_fraction: float = 0.2
+    whiten: float | None = None
     knn_k: int = field(default=5, metadata=at_least(1))
     device: str = "auto"
     torch_threads: int | None = field(default=None, metadata=at_least(1))
@@ -57,6 +58,8 @@ class EncoderRunSettings:
     def __post_init__(self) -> None:
         if not 0.0 < self.val_fraction < 1.0:
             raise ConfigError(f"val_fraction={self.val_fraction!r} must be a number in (0, 1)")
+        if self.whiten is not None and not 0.0 < self.whiten < 1.0:
+            raise ConfigError(f"whiten={self.whiten!r}; allowed: null (off) or a regulariser in (0, 1), e.g. 0.001")
 
 
 # The keys each kind of encoder uses (anything else would silently do nothing, so it is refused).
@@ -120,6 +123,8 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     height, width = dataset.images.shape[1:3]
     if recipe.kind != "pca":
         check_image_size(height, width)
+    elif settings.whiten is not None:
+        raise ConfigError(f"whiten={settings.whiten!r} whitens image encoders (kind cnn, random), not kind pca")
     max_samples = settings.max_samples
     pairs = dataset.pair_indices()
     if max_samples is not None:
@@ -164,6 +169,10 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
             "epochs": len(history.rows),
             "stopped_early": history.stopped_early,
         }
+    if settings.whiten is not None:
+        assert isinstance(module, ImageEncoder)
+        fold_whitening(module, encode_in_batches(module.eval(), dataset.images[train_pairs], device), settings.whiten)
+        summary["whiten"] = settings.whiten
     train_seconds = time.perf_counter() - started
 
     frames = val_pairs  # the first frames of the held-out pairs
