@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -13,6 +14,7 @@ from omegaconf import OmegaConf
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.command import main, run_pipeline
 from rlzoo.pipeline.spec import pipeline_spec
+from rlzoo.pipeline.steps import Step, run_steps
 from test_loggers import finished_records
 
 # The srl_benchmark_small experiment, shrunk: 300 frames at 16 x 16, 1-epoch encoders of 8 dims, 600 RL steps.
@@ -143,3 +145,19 @@ def test_the_runs_on_encoders_start_beside_the_early_runs(monkeypatch: pytest.Mo
     statuses = command.run_pipeline(SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2), print)
     assert order.index("early starts") < order.index("late starts") < order.index("early ends")
     assert "early gave up waiting" not in order and statuses == {"done": ["early", "late"]}
+
+
+def record_threads(config: object) -> None:
+    """A step's action that writes the thread count it was given and its process (module level: a worker imports it)."""
+    Path(config.out).write_text(f"{config.torch_threads} {os.getpid()}")  # type: ignore[attr-defined]
+
+
+def test_a_lone_step_left_to_run_gets_its_one_thread_worker_too(tmp_path: Path) -> None:
+    # With encoder_workers 2 and the other encoders cached, the last one must train as it would beside them (one
+    # torch thread, in a worker): torch's thread count changes the floats, so the cached folder's key would lie.
+    out = tmp_path / "threads.txt"
+    config = OmegaConf.create({"torch_threads": None, "out": str(out)})
+    step = Step("encoder", "srl_splits on MobileRobot", tmp_path / "encoder", config, "encoder.json")
+    run_steps([step], record_threads, 2, lambda line: None)
+    threads, pid = out.read_text().split()
+    assert threads == "1" and int(pid) != os.getpid()

@@ -157,9 +157,11 @@ def run_steps(
     steps: Sequence[Step], action: Callable[[DictConfig], Any], workers: int, log: Callable[[str], None]
 ) -> None:
     """Run the steps that are not cached; with ``workers`` > 1, that many at once, each in a process of its own with
-    one torch thread (``action`` must be a module-level function)."""
+    one torch thread (``action`` must be a module-level function). A lone step left to run still gets its one-thread
+    process: torch's thread count changes a network's floats, so a step's result must not depend on how many of its
+    neighbours were cached."""
     todo = [step for step in steps if _announced(step, log)]
-    if workers == 1 or len(todo) < 2:
+    if workers == 1 or not todo:
         for step in todo:
             action(step.config)
             log(f"{step.kind} {step.label}: done")
