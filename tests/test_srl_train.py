@@ -134,12 +134,13 @@ def test_bad_input(dataset: Path, tmp_path: Path, method: str, overrides: list[s
 def test_whiten_folds_a_zca_transform_into_the_last_layer(dataset: Path, tmp_path: Path, method: str) -> None:
     """Whitened, the states of the training frames have an identity covariance (to the regulariser), and the encoder
     is still one module that reloads as any other."""
-    covariances = {}
+    covariances, results = {}, {}
     for whiten in (None, 1e-9):
         folder = tmp_path / str(whiten)
         result = make_encoder(folder, dataset, method, [f"whiten={'null' if whiten is None else whiten}"])
         config = json.loads((folder / "encoder.json").read_text())
         assert config.get("whiten") == whiten and result.get("srl/whiten") == whiten
+        results[whiten] = result
         images = load_dataset(dataset).images
         states = load_encoder(str(folder), "cpu").encode(images[:-1]).astype(np.float64)  # (about) the training frames
         eigenvalues = np.linalg.eigvalsh(np.cov(states, rowvar=False))
@@ -147,6 +148,10 @@ def test_whiten_folds_a_zca_transform_into_the_last_layer(dataset: Path, tmp_pat
     assert len(covariances[None]) == len(covariances[1e-9]) >= 2
     assert covariances[None].max() / covariances[None].min() > 10  # unwhitened: far from isotropic
     assert covariances[1e-9].min() > 0.5 and covariances[1e-9].max() < 2.0
+    # The GTC of the states before whitening is kept beside the whitened one: the unwhitened encoder's, exactly.
+    assert "srl/unwhitened/gtc_mean" not in results[None]
+    for key in ("gtc_mean", *(f"gtc/{name}" for name in ("robot_x", "robot_y", "target_x", "target_y"))):
+        assert results[1e-9][f"srl/unwhitened/{key}"] == pytest.approx(results[None][f"srl/{key}"], abs=1e-9)
 
 
 def test_kinds_have_their_keys() -> None:

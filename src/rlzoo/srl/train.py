@@ -169,15 +169,20 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
             "epochs": len(history.rows),
             "stopped_early": history.stopped_early,
         }
+    frames = val_pairs  # the first frames of the held-out pairs
+    unwhitened: dict[str, float] = {}
     if settings.whiten is not None:
         assert isinstance(module, ImageEncoder)
+        plain = encode_in_batches(module.eval(), dataset.images[frames], device)
+        unwhitened = {
+            k.replace("srl/", "srl/unwhitened/", 1): v for k, v in _gtc(plain, ground_truth[frames], names).items()
+        }
         fold_whitening(module, encode_in_batches(module.eval(), dataset.images[train_pairs], device), settings.whiten)
         summary["whiten"] = settings.whiten
     train_seconds = time.perf_counter() - started
 
-    frames = val_pairs  # the first frames of the held-out pairs
     states = encode_in_batches(module.eval(), dataset.images[frames], device)
-    result = _measure(states, ground_truth[frames], names, knn_k, seed)
+    result = _measure(states, ground_truth[frames], names, knn_k, seed) | unwhitened
     probe = metrics.linear_probe(states, ground_truth[frames], dataset.episode_ids()[frames])
     result |= {f"srl/probe/{name}": float(value) for name, value in zip(names, probe, strict=True)}
     metrics.plot_states(run_dir / "states.png", states, ground_truth[frames], names, f"{recipe.name} states")
@@ -248,9 +253,13 @@ def _fit_pca(images: np.ndarray, state_dim: int, seed: int) -> PCAEncoder:
 
 
 def _measure(states: np.ndarray, ground_truth: np.ndarray, names: list[str], knn_k: int, seed: int) -> dict[str, float]:
+    return {"srl/knn_mse": metrics.knn_mse(states, ground_truth, knn_k, seed=seed)} | _gtc(states, ground_truth, names)
+
+
+def _gtc(states: np.ndarray, ground_truth: np.ndarray, names: list[str]) -> dict[str, float]:
+    """GTC per ground-truth coordinate (``srl/gtc/<name>``) and their mean (``srl/gtc_mean``)."""
     correlations = metrics.gtc(states, ground_truth)
-    result = {"srl/knn_mse": metrics.knn_mse(states, ground_truth, knn_k, seed=seed)}
-    result |= {f"srl/gtc/{name}": float(value) for name, value in zip(names, correlations, strict=True)}
+    result = {f"srl/gtc/{name}": float(value) for name, value in zip(names, correlations, strict=True)}
     result["srl/gtc_mean"] = float(np.nanmean(correlations)) if np.isfinite(correlations).any() else float("nan")
     return result
 
