@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.command import main, run_pipeline
@@ -147,9 +147,9 @@ def test_the_runs_on_encoders_start_beside_the_early_runs(monkeypatch: pytest.Mo
     assert "early gave up waiting" not in order and statuses == {"done": ["early", "late"]}
 
 
-def record_threads(config: object) -> None:
+def record_threads(config: DictConfig) -> None:
     """A step's action that writes the thread count it was given and its process (module level: a worker imports it)."""
-    Path(config.out).write_text(f"{config.torch_threads} {os.getpid()}")  # type: ignore[attr-defined]
+    Path(config.out).write_text(f"{config.torch_threads} {os.getpid()}")
 
 
 def test_a_lone_step_left_to_run_gets_its_one_thread_worker_too(tmp_path: Path) -> None:

@@ -174,9 +174,7 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     if settings.whiten is not None:
         assert isinstance(module, ImageEncoder)
         plain = encode_in_batches(module.eval(), dataset.images[frames], device)
-        unwhitened = {
-            k.replace("srl/", "srl/unwhitened/", 1): v for k, v in _gtc(plain, ground_truth[frames], names).items()
-        }
+        unwhitened = _gtc(plain, ground_truth[frames], names, prefix="srl/unwhitened/")
         fold_whitening(module, encode_in_batches(module.eval(), dataset.images[train_pairs], device), settings.whiten)
         summary["whiten"] = settings.whiten
     train_seconds = time.perf_counter() - started
@@ -256,11 +254,11 @@ def _measure(states: np.ndarray, ground_truth: np.ndarray, names: list[str], knn
     return {"srl/knn_mse": metrics.knn_mse(states, ground_truth, knn_k, seed=seed)} | _gtc(states, ground_truth, names)
 
 
-def _gtc(states: np.ndarray, ground_truth: np.ndarray, names: list[str]) -> dict[str, float]:
-    """GTC per ground-truth coordinate (``srl/gtc/<name>``) and their mean (``srl/gtc_mean``)."""
+def _gtc(states: np.ndarray, ground_truth: np.ndarray, names: list[str], prefix: str = "srl/") -> dict[str, float]:
+    """GTC per ground-truth coordinate (``<prefix>gtc/<name>``) and their mean (``<prefix>gtc_mean``)."""
     correlations = metrics.gtc(states, ground_truth)
-    result = {f"srl/gtc/{name}": float(value) for name, value in zip(names, correlations, strict=True)}
-    result["srl/gtc_mean"] = float(np.nanmean(correlations)) if np.isfinite(correlations).any() else float("nan")
+    result = {f"{prefix}gtc/{name}": float(value) for name, value in zip(names, correlations, strict=True)}
+    result[f"{prefix}gtc_mean"] = float(np.nanmean(correlations)) if np.isfinite(correlations).any() else float("nan")
     return result
 
 
