@@ -98,6 +98,11 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
         pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.runs_beside_encoders=maybe"])
     with pytest.raises(ConfigError, match=r"sweeps env=Mars: not an option of conf/env"):
         pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.env=[MobileRobot,Mars]"])
+    # An encoder setting no encoder could train with is refused while planning, before the dataset is collected.
+    bad_encoder = pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.srl_train.whiten=0"])
+    with pytest.raises(ConfigError, match=r"pipeline.srl_train of random on MobileRobot: whiten=0(\.0)?; allowed"):
+        run_pipeline(bad_encoder, lambda _: None)
+    assert not folder.exists()
     # A folder holding another experiment's cache (here: other RL settings) is refused, never mixed.
     folder.mkdir()
     (folder / "experiment.yaml").write_text(

@@ -120,8 +120,14 @@ def _method_overrides(spec: PipelineSpec, method: str, base: DictConfig) -> list
 
 def encoder_step(spec: PipelineSpec, method: str, base: DictConfig, env: str, dataset: Step) -> Step:
     """The encoder of ``method`` on ``env``'s dataset (``pipeline.srl_train`` and ``pipeline.srl_model.<method>``)."""
+    from rlzoo.srl.train import check_encoder_config  # torch: imported when the experiment trains an encoder
+
     overrides = [f"srl_model={method}", f"dataset={dataset.folder}", *_method_overrides(spec, method, base)]
     config = _compose(overrides, spec.dir, "srl_train", "srl_train")
+    try:
+        check_encoder_config(config)
+    except ConfigError as error:
+        raise ConfigError(f"pipeline.srl_train of {method} on {env}: {error}") from None
     values = OmegaConf.to_container(config, resolve=True)
     assert isinstance(values, dict)
     content = {k: v for k, v in values.items() if k not in ENCODER_FREE_KEYS}

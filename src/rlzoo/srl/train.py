@@ -108,23 +108,31 @@ class Recipe:
         return cls(str(node.name), kind, state_dim, network, losses, training)
 
 
+def check_encoder_config(cfg: DictConfig) -> tuple[EncoderRunSettings, Recipe, Hardware]:
+    """The run settings, recipe and hardware of an ``rlzoo.srl.train`` config, checked: every check that needs no
+    dataset (the pipeline calls it before any step runs)."""
+    values = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(values, dict)
+    settings = parse(EncoderRunSettings, values, ignore=("srl_model",))  # type: ignore[arg-type]
+    recipe = Recipe.from_config(cfg.srl_model)
+    if recipe.kind == "pca" and settings.whiten is not None:
+        raise ConfigError(f"whiten={settings.whiten!r} whitens image encoders (kind cnn, random), not kind pca")
+    return settings, recipe, Hardware.from_config(values)
+
+
 def train_encoder(cfg: DictConfig) -> dict[str, float]:
     """Train, measure and save the encoder ``cfg`` describes into ``cfg.run_dir``; return its metrics."""
     started = time.perf_counter()
     values = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(values, dict)
-    settings = parse(EncoderRunSettings, values, ignore=("srl_model",))  # type: ignore[arg-type]
     cfg = OmegaConf.create(values)  # a copy: the caller's config is not changed
-    recipe = Recipe.from_config(cfg.srl_model)
+    settings, recipe, hardware = check_encoder_config(cfg)
     seed, knn_k, progress_bar = settings.seed, settings.knn_k, settings.progress_bar
-    hardware = Hardware.from_config(values)
     dataset = load_dataset(find_dataset(settings.dataset))
     cfg.dataset = str(dataset.path)  # the encoder's config records the dataset it was trained on
     height, width = dataset.images.shape[1:3]
     if recipe.kind != "pca":
         check_image_size(height, width)
-    elif settings.whiten is not None:
-        raise ConfigError(f"whiten={settings.whiten!r} whitens image encoders (kind cnn, random), not kind pca")
     max_samples = settings.max_samples
     pairs = dataset.pair_indices()
     if max_samples is not None:
