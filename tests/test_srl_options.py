@@ -1,4 +1,5 @@
-"""Options of encoder training for small objects: foreground-weighted reconstruction, early stopping (patience)."""
+"""Options of encoder training for small objects: foreground-weighted reconstruction, early stopping (patience,
+min_epochs)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,33 @@ def test_patience_stops_by_validation_and_the_weighted_loss_trains(tmp_path: Pat
     weighted = ["+srl_model.losses.reconstruction.foreground_weight=10", "srl_model.training.epochs=2"]
     metrics = make_encoder(tmp_path / "splits", dataset, "srl_splits", weighted)
     assert metrics["srl/epochs"] == 2 and metrics["srl/stopped_early"] == 0
+
+
+def test_min_epochs_holds_the_patience_back(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "data")
+    # The zero-weight loss never improves on epoch 1: patience 2 alone stops after epoch 3, with min_epochs 5 after 5.
+    frozen = ["srl_model.losses.ground_truth.weight=0", "srl_model.training.epochs=20"]
+    held = [*frozen, "+srl_model.training.patience=2", "srl_model.training.min_epochs=5"]
+    metrics = make_encoder(tmp_path / "held", dataset, "supervised", held)
+    assert metrics["srl/epochs"] == 5 and metrics["srl/best_epoch"] == 1 and metrics["srl/stopped_early"] == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["+srl_model.training.patience=2", "srl_model.training.min_epochs=30"],
+            r"min_epochs=30 must be at most .*epochs=20",
+        ),
+        (["srl_model.training.min_epochs=5"], r"min_epochs=5 needs srl_model.training.patience"),
+        (["+srl_model.training.patience=2", "srl_model.training.min_epochs=0"], "min_epochs=0 must be ≥ 1"),
+    ],
+)
+def test_bad_min_epochs(tmp_path: Path, overrides: list[str], message: str) -> None:
+    dataset = make_dataset(tmp_path / "data")
+    with pytest.raises(ConfigError, match=message):
+        make_encoder(tmp_path / "bad", dataset, "supervised", ["srl_model.training.epochs=20", *overrides])
+    assert not (tmp_path / "bad").exists()
 
 
 def test_lr_factor_lowers_the_learning_rate_after_each_epoch_that_does_not_improve(tmp_path: Path) -> None:

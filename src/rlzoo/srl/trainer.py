@@ -25,6 +25,8 @@ class TrainingSettings:
     """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs).
 
     ``patience``: stop when the validation loss has not improved for this many epochs (None: run every epoch).
+    ``min_epochs``: the patience cannot stop training before this many epochs have run (Keras's ``start_from_epoch``,
+    Lightning's ``min_epochs``): one noisy early epoch cannot end training; the best epoch is still kept.
     ``max_seconds``: stop after the epoch that ends this many wall seconds after training began (None: no limit).
     ``lr_factor``: multiply the learning rate by this factor after every epoch that does not improve the validation
     loss (torch's ``ReduceLROnPlateau`` with patience 0; None: a constant learning rate).
@@ -34,6 +36,7 @@ class TrainingSettings:
     batch_size: int = field(metadata=at_least(1))
     learning_rate: float = 0.005
     patience: int | None = field(default=None, metadata=at_least(1))
+    min_epochs: int = field(default=1, metadata=at_least(1))
     max_seconds: float | None = field(default=None, metadata=at_least(1))
     lr_factor: float | None = None
 
@@ -43,6 +46,16 @@ class TrainingSettings:
         settings = parse(cls, values, prefix="srl_model.training.")
         if settings.learning_rate <= 0:
             raise ConfigError(f"srl_model.training.learning_rate={settings.learning_rate!r} must be > 0")
+        if settings.min_epochs > settings.epochs:
+            raise ConfigError(
+                f"srl_model.training.min_epochs={settings.min_epochs!r} must be at most "
+                f"srl_model.training.epochs={settings.epochs!r}"
+            )
+        if settings.min_epochs > 1 and settings.patience is None:
+            raise ConfigError(
+                f"srl_model.training.min_epochs={settings.min_epochs!r} needs srl_model.training.patience (early "
+                "stopping): without it every epoch runs"
+            )
         if settings.lr_factor is not None and not 0 < settings.lr_factor < 1:
             raise ConfigError(
                 f"srl_model.training.lr_factor={settings.lr_factor!r} must be between 0 and 1 (null: a constant "
@@ -181,14 +194,22 @@ def fit(
                 scheduler.step(row["val/total"])
             if best is None or row["val/total"] < best[0]:
                 best = (row["val/total"], epoch, copy.deepcopy(encoder.state_dict()))
-            if settings.patience is not None and epoch - best[1] >= settings.patience:
+            if _out_of_patience(settings, epoch, best[1]):
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 break
     assert best is not None
     encoder.load_state_dict(best[2])
-    stopped = settings.patience is not None and len(rows) - best[1] >= settings.patience
+    stopped = _out_of_patience(settings, len(rows), best[1])
     return History(rows, best[1], stopped_early=stopped)
+
+
+def _out_of_patience(settings: TrainingSettings, epoch: int, best_epoch: int) -> bool:
+    """Whether early stopping ends training after ``epoch``: ``patience`` epochs without improvement, once
+    ``min_epochs`` have run."""
+    if settings.patience is None or epoch < settings.min_epochs:
+        return False
+    return epoch - best_epoch >= settings.patience
 
 
 def evaluate(
