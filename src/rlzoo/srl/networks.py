@@ -61,32 +61,49 @@ class ImageEncoder(nn.Module):
     """The S-RL Toolbox's encoder: 7x7/2 conv + BN + ReLU + max-pool, two 3x3 conv + BN + ReLU + max-pool blocks,
     then a linear layer to the state (Raffin et al., 2018; srl-zoo's ``CustomCNN``).
 
+    With ``keypoints`` the state is instead ``keypoints`` image positions (a deep spatial autoencoder's feature points,
+    Finn et al., 2016): after the first conv and one 3x3 block at a quarter of the image size, a 1x1 conv makes one map
+    per keypoint and a spatial softmax turns each map into its expected (x, y) in [-1, 1]. The state is those
+    coordinates, ``(x1, y1, x2, y2, ...)``, so ``state_dim`` is ``2 * keypoints``; the last layer stays (frozen as
+    the identity) so that whitening can fold into it.
+
     :param height: input image height (a multiple of 16).
     :param width: input image width (a multiple of 16).
     :param state_dim: size of the state.
     :param channels: channels of every conv layer (64 in the original).
+    :param keypoints: 0 for the original encoder, else the number of keypoints.
     """
 
-    def __init__(self, height: int, width: int, state_dim: int, channels: int = 64) -> None:
+    def __init__(self, height: int, width: int, state_dim: int, channels: int = 64, keypoints: int = 0) -> None:
         super().__init__()
         check_image_size(height, width)
+        check_keypoints(keypoints, state_dim)
         self.image_shape = (height, width, 3)
         self.state_dim = state_dim
         self.mean: torch.Tensor
         self.std: torch.Tensor
         self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
-        self.features = nn.Sequential(
+        stem = [
             nn.Conv2d(3, channels, kernel_size=7, stride=2, padding=3, bias=False),
             nn.BatchNorm2d(channels),
             nn.ReLU(inplace=True),
             nn.MaxPool2d(kernel_size=3, stride=2, padding=1),
-            *_conv_block(channels),
-            *_conv_block(channels),
-            nn.Flatten(),
-        )
-        self.feature_dim = channels * (height // DOWNSAMPLING) * (width // DOWNSAMPLING)
-        self.head = nn.Linear(self.feature_dim, state_dim)
+        ]
+        if keypoints:
+            self.features = nn.Sequential(
+                *stem, *_conv_block(channels)[:-1], nn.Conv2d(channels, keypoints, kernel_size=1), SpatialSoftmax()
+            )
+            self.feature_dim = 2 * keypoints
+            self.head = nn.Linear(self.feature_dim, state_dim)
+            with torch.no_grad():
+                self.head.weight.copy_(torch.eye(state_dim))
+                self.head.bias.zero_()
+            self.head.requires_grad_(False)
+        else:
+            self.features = nn.Sequential(*stem, *_conv_block(channels), *_conv_block(channels), nn.Flatten())
+            self.feature_dim = channels * (height // DOWNSAMPLING) * (width // DOWNSAMPLING)
+            self.head = nn.Linear(self.feature_dim, state_dim)
 
     def forward_features(self, pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """:param pixels: float ``(N, 3, H, W)`` in [0, 1]. :return: (features before the last layer, states)."""
@@ -95,6 +112,33 @@ class ImageEncoder(nn.Module):
 
     def forward(self, pixels: torch.Tensor) -> torch.Tensor:
         return self.forward_features(pixels)[1]
+
+
+def check_keypoints(keypoints: object, state_dim: int) -> None:
+    """``keypoints`` is 0 (off) or a positive int with ``state_dim == 2 * keypoints``."""
+    if isinstance(keypoints, bool) or not isinstance(keypoints, int) or keypoints < 0:
+        raise ConfigError(
+            f"srl_model.network.keypoints={keypoints!r}; allowed: 0 (the original encoder) or a positive int"
+        )
+    if keypoints and state_dim != 2 * keypoints:
+        raise ConfigError(
+            f"srl_model.network.keypoints={keypoints} gives a state of {2 * keypoints} coordinates, but "
+            f"srl_model.state_dim={state_dim}; set srl_model.state_dim={2 * keypoints}"
+        )
+
+
+class SpatialSoftmax(nn.Module):
+    """``(N, K, H, W)`` maps to ``(N, 2K)``: each map's softmax over its pixels, and the expected (x, y) of that
+    distribution on a grid from -1 to 1, interleaved ``(x1, y1, x2, y2, ...)``."""
+
+    def forward(self, maps: torch.Tensor) -> torch.Tensor:
+        batch, count, height, width = maps.shape
+        weights = torch.softmax(maps.flatten(2), dim=-1).view(batch, count, height, width)
+        xs = torch.linspace(-1.0, 1.0, width, device=maps.device, dtype=maps.dtype)
+        ys = torch.linspace(-1.0, 1.0, height, device=maps.device, dtype=maps.dtype)
+        expected_x = (weights.sum(dim=2) * xs).sum(dim=-1)
+        expected_y = (weights.sum(dim=3) * ys).sum(dim=-1)
+        return torch.stack([expected_x, expected_y], dim=-1).flatten(1)
 
 
 def _conv_block(channels: int) -> list[nn.Module]:

@@ -33,7 +33,14 @@ from rlzoo.srl import encoder as encoders
 from rlzoo.srl import metrics
 from rlzoo.srl.dataset import Dataset, find_dataset, load_dataset
 from rlzoo.srl.losses import LossContext, SRLLoss
-from rlzoo.srl.networks import ImageEncoder, PCAEncoder, check_image_size, encode_in_batches, fold_whitening
+from rlzoo.srl.networks import (
+    ImageEncoder,
+    PCAEncoder,
+    check_image_size,
+    check_keypoints,
+    encode_in_batches,
+    fold_whitening,
+)
 from rlzoo.srl.trainer import Losses, PairData, TrainingSettings, fit
 
 SRL_CONFIG_DIR = CONFIG_DIR
@@ -102,9 +109,10 @@ class Recipe:
         if kind == "cnn":
             training = TrainingSettings.from_values(OmegaConf.to_container(node.training))  # type: ignore[arg-type]
         network = dict(node.get("network") or {})
-        if set(network) - {"channels"}:
-            raise ConfigError(f"srl_model.network has {sorted(network)}; allowed: channels")
+        if set(network) - {"channels", "keypoints"}:
+            raise ConfigError(f"srl_model.network has {sorted(network)}; allowed: channels, keypoints")
         state_dim = check_value("srl_model.state_dim", node.state_dim, int, minimum=1)
+        check_keypoints(network.get("keypoints", 0), state_dim)
         return cls(str(node.name), kind, state_dim, network, losses, training)
 
 
