@@ -103,6 +103,14 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
     with pytest.raises(ConfigError, match=r"pipeline.srl_train of random on MobileRobot: whiten=0(\.0)?; allowed"):
         run_pipeline(bad_encoder, lambda _: None)
     assert not folder.exists()
+    # An srl_model key that no method has would do nothing: refused, for every learned method and for one.
+    unknown = pipeline_spec([*TINY, f"pipeline.dir={folder}", "+pipeline.srl_train.srl_model.network.depth=3"])
+    with pytest.raises(ConfigError, match=r"pipeline.srl_train: srl_model.network.depth=3 sets a key that no learned"):
+        run_pipeline(unknown, lambda _: None)
+    one = pipeline_spec([*TINY, f"pipeline.dir={folder}", "+pipeline.srl_model.ground_truth.depth=3"])
+    with pytest.raises(ConfigError, match=r"pipeline.srl_model.ground_truth: srl_model.depth=3 sets a key that"):
+        run_pipeline(one, lambda _: None)
+    assert not folder.exists()
     # A folder holding another experiment's cache (here: other RL settings) is refused, never mixed.
     folder.mkdir()
     (folder / "experiment.yaml").write_text(

@@ -15,7 +15,7 @@ from rlzoo.srl.encoder import load_encoder
 from rlzoo.srl.networks import ImageEncoder, SpatialSoftmax, fold_whitening, images_to_tensor
 from srl_helpers import make_dataset, make_encoder
 
-KEYPOINTS = ["+srl_model.network.keypoints=4"]  # srl_helpers' tiny state_dim is 8 = 2 x 4
+KEYPOINTS = ["srl_model.network.keypoints=4"]  # srl_helpers' tiny state_dim is 8 = 2 x 4
 
 
 def test_spatial_softmax_gives_each_peak_position() -> None:
@@ -64,9 +64,9 @@ def test_srl_splits_with_keypoints_trains_whitens_saves_and_loads(tmp_path: Path
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["+srl_model.network.keypoints=-1"], r"keypoints=-1; allowed: 0 \(the original encoder\) or a positive int"),
-        (["+srl_model.network.keypoints=two"], r"keypoints='two'; allowed"),
-        (["+srl_model.network.keypoints=3"], r"keypoints=3 gives a state of 6 coordinates, but srl_model.state_dim=8"),
+        (["srl_model.network.keypoints=-1"], r"keypoints=-1; allowed: 0 \(the original encoder\) or a positive int"),
+        (["srl_model.network.keypoints=two"], r"keypoints='two'; allowed"),
+        (["srl_model.network.keypoints=3"], r"keypoints=3 gives a state of 6 coordinates, but srl_model.state_dim=8"),
     ],
 )
 def test_bad_keypoints(tmp_path: Path, overrides: list[str], message: str) -> None:

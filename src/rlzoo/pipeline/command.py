@@ -27,6 +27,7 @@ from rlzoo.pipeline.launch import Job, all_jobs, job_statuses, representation_ke
 from rlzoo.pipeline.spec import PIPELINE_CONFIG, PipelineSpec, pipeline_spec
 from rlzoo.pipeline.steps import (
     Step,
+    check_overrides_apply,
     compose_train,
     dataset_step,
     encoder_step,
@@ -55,6 +56,7 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
     spec.check_dir()
     scratch = spec.runs_dir  # a run_dir to compose with; nothing is written there
     bases = {str(m): method_config(spec, str(m)) for m in spec.axes["srl_model"]}
+    check_overrides_apply(spec, bases)
     learned = [m for m, base in bases.items() if is_learned(base)]
     datasets: dict[str, Step] = {}
     encoders: dict[tuple[str, str], Step] = {}

@@ -70,6 +70,29 @@ def applicable(overrides: Sequence[str], node: DictConfig) -> list[str]:
     ]
 
 
+def check_overrides_apply(spec: PipelineSpec, bases: dict[str, DictConfig]) -> None:
+    """Refuse an ``srl_model.*`` override that would do nothing: one of ``pipeline.srl_train`` that no learned
+    method's config has, or one of ``pipeline.srl_model.<method>`` that its method's config does not have."""
+    learned = {method: base for method, base in bases.items() if is_learned(base)}
+    for override in spec.srl_train:
+        if (
+            learned
+            and srl_key(override).startswith("srl_model.")
+            and not any(applicable([override], base) for base in learned.values())
+        ):
+            raise ConfigError(
+                f"pipeline.srl_train: {override} sets a key that no learned method of the sweep "
+                f"({', '.join(learned)}) has, so it would do nothing; a key of conf/srl_model/<method>.yaml is allowed"
+            )
+    for method, overrides in spec.srl_model.items():
+        for override in overrides:
+            if not applicable([override], bases[method]):
+                raise ConfigError(
+                    f"pipeline.srl_model.{method}: {override} sets a key that srl_model={method} does not have, "
+                    "so it would do nothing; a key of its conf/srl_model file is allowed"
+                )
+
+
 def compose_train(
     spec: PipelineSpec, env: str, srl_option: str, run_dir: Path, search: Path | None = None
 ) -> DictConfig:
