@@ -56,8 +56,8 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
     spec.check_dir()
     scratch = spec.runs_dir  # a run_dir to compose with; nothing is written there
     bases = {str(m): method_config(spec, str(m)) for m in spec.axes["srl_model"]}
-    check_overrides_apply(spec, bases)
     learned = [m for m, base in bases.items() if is_learned(base)]
+    check_overrides_apply(spec, bases, learned)
     datasets: dict[str, Step] = {}
     encoders: dict[tuple[str, str], Step] = {}
     for env in map(str, spec.axes["env"]):

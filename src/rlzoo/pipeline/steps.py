@@ -70,15 +70,14 @@ def applicable(overrides: Sequence[str], node: DictConfig) -> list[str]:
     ]
 
 
-def check_overrides_apply(spec: PipelineSpec, bases: dict[str, DictConfig]) -> None:
-    """Refuse an ``srl_model.*`` override that would do nothing: one of ``pipeline.srl_train`` that no learned
+def check_overrides_apply(spec: PipelineSpec, bases: dict[str, DictConfig], learned: Sequence[str]) -> None:
+    """Refuse an ``srl_model.*`` override that would do nothing: one of ``pipeline.srl_train`` that no ``learned``
     method's config has, or one of ``pipeline.srl_model.<method>`` that its method's config does not have."""
-    learned = {method: base for method, base in bases.items() if is_learned(base)}
     for override in spec.srl_train:
         if (
             learned
             and srl_key(override).startswith("srl_model.")
-            and not any(applicable([override], base) for base in learned.values())
+            and not any(applicable([override], bases[method]) for method in learned)
         ):
             raise ConfigError(
                 f"pipeline.srl_train: {override} sets a key that no learned method of the sweep "

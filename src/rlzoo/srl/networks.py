@@ -95,15 +95,15 @@ class ImageEncoder(nn.Module):
                 *stem, *_conv_block(channels)[:-1], nn.Conv2d(channels, keypoints, kernel_size=1), SpatialSoftmax()
             )
             self.feature_dim = 2 * keypoints
-            self.head = nn.Linear(self.feature_dim, state_dim)
+        else:
+            self.features = nn.Sequential(*stem, *_conv_block(channels), *_conv_block(channels), nn.Flatten())
+            self.feature_dim = channels * (height // DOWNSAMPLING) * (width // DOWNSAMPLING)
+        self.head = nn.Linear(self.feature_dim, state_dim)
+        if keypoints:  # the state is the keypoints: the head is a frozen identity until whitening folds into it
             with torch.no_grad():
                 self.head.weight.copy_(torch.eye(state_dim))
                 self.head.bias.zero_()
             self.head.requires_grad_(False)
-        else:
-            self.features = nn.Sequential(*stem, *_conv_block(channels), *_conv_block(channels), nn.Flatten())
-            self.feature_dim = channels * (height // DOWNSAMPLING) * (width // DOWNSAMPLING)
-            self.head = nn.Linear(self.feature_dim, state_dim)
 
     def forward_features(self, pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """:param pixels: float ``(N, 3, H, W)`` in [0, 1]. :return: (features before the last layer, states)."""
