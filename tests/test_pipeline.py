@@ -24,6 +24,7 @@ TINY = [
     "+pipeline.collect.progress_bar=false",
     "pipeline.srl_train.srl_model.training.epochs=1", "+pipeline.srl_train.srl_model.training.batch_size=64",
     "+pipeline.srl_train.srl_model.state_dim=8", "pipeline.srl_train.srl_model.network.channels=4",
+    "pipeline.srl_train.srl_model.network.keypoints=4",
     "+pipeline.srl_train.progress_bar=false", "+pipeline.srl_train.device=cpu",
     "+pipeline.srl_model.raw_pixels.height=40", "+pipeline.srl_model.raw_pixels.width=40",
     "pipeline.sweep.srl_model=[ground_truth,raw_pixels,random,srl_splits]",
