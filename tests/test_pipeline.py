@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import sys
 import threading
@@ -15,6 +16,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.pipeline.command import main, run_pipeline
 from rlzoo.pipeline.spec import pipeline_spec
 from rlzoo.pipeline.steps import Step, run_steps
+from rlzoo.results.stats import rliable_installed
 from test_loggers import finished_records
 
 # The srl_benchmark_small experiment, shrunk: 300 frames at 16 x 16, 1-epoch encoders of 8 dims, 600 RL steps.
@@ -69,10 +71,11 @@ def test_from_nothing_to_the_table_then_only_what_is_missing(tmp_path: Path) -> 
     assert sorted(statuses) == ["done"] and len(statuses["done"]) == 8
     for method, mtime in first.items():
         assert (folder / "runs" / f"MobileRobot_{method}_seed0" / "metrics.json").stat().st_mtime_ns == mtime
-    csv = (folder / "results" / "results.csv").read_text().splitlines()
-    rows = {line.split(",")[2]: line.split(",") for line in csv[1:]}
-    assert {name: row[5] for name, row in rows.items()} == dict.fromkeys(METHODS, "2")  # 2 seeds each
-    assert all(rows[m][10] != "" for m in METHODS if m != "ground_truth")  # a p-value against ground truth
+    with (folder / "results" / "results.csv").open() as stream:
+        rows = {row["srl_model"]: row for row in csv.DictReader(stream)}
+    assert {name: row["seeds"] for name, row in rows.items()} == dict.fromkeys(METHODS, "2")  # 2 seeds each
+    assert all(rows[m]["p_value"] != "" for m in METHODS if m != "ground_truth")  # a p-value against ground truth
+    assert_rliable_columns(rows)
     # The new runs and the table share the sweep's W&B group (offline files, read back).
     (results,) = (folder / "wandb").glob("offline-run-*/run-*.wandb")
     (job,) = (folder / "runs" / "MobileRobot_random_seed1" / "wandb").glob("offline-run-*/run-*.wandb")
@@ -87,6 +90,19 @@ def test_from_nothing_to_the_table_then_only_what_is_missing(tmp_path: Path) -> 
     lines.clear()
     run_pipeline(pipeline_spec([*again, "pipeline.videos=false"]), lines.append)
     assert "runs: 7 of 8 finished (cached); 1 to train" in "\n".join(lines) and (crashed / "metrics.json").is_file()
+
+
+def assert_rliable_columns(rows: dict[str, dict[str, str]]) -> None:
+    """The pipeline's results.csv carries rliable's IQM with its 95 % CI, and P(improvement) over ground truth (the
+    ``stats`` extra; without it the cells stay empty, as the table's note says)."""
+    if not rliable_installed():
+        assert all(row["iqm"] == "" for row in rows.values())
+        return
+    for method, row in rows.items():
+        iqm, low, high = (float(row[k]) for k in ("iqm", "iqm_ci_low", "iqm_ci_high"))
+        assert low <= iqm <= high, method
+        assert (row["p_improvement"] == "") == (method == "ground_truth"), method
+    assert all(0 <= float(rows[m]["p_improvement"]) <= 1 for m in METHODS if m != "ground_truth")
 
 
 def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
