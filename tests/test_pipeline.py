@@ -91,6 +91,18 @@ def test_from_nothing_to_the_table_then_only_what_is_missing(tmp_path: Path) -> 
     run_pipeline(pipeline_spec([*again, "pipeline.videos=false"]), lines.append)
     assert "runs: 7 of 8 finished (cached); 1 to train" in "\n".join(lines) and (crashed / "metrics.json").is_file()
 
+    # A run trained on another encoder of its representation (its method's conf/srl_model file changed since, which
+    # gives the encoder a new folder) is refused by name, never mixed into the table, and nothing is touched.
+    stale = folder / "runs" / "MobileRobot_srl_splits_seed1"
+    config = OmegaConf.load(stale / "config.yaml")
+    config.srl_model.checkpoint = str(folder / "encoders" / "srl_splits-MobileRobot-0123456789ab")
+    OmegaConf.save(config, stale / "config.yaml")
+    before = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+    message = r"RL run\(s\) MobileRobot_srl_splits_seed1 \(trained on srl_splits-MobileRobot-0123456789ab\) do not use"
+    with pytest.raises(ConfigError, match=message):
+        run_pipeline(pipeline_spec(again), lines.append)
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()} == before
+
 
 def assert_rliable_columns(rows: dict[str, dict[str, str]]) -> None:
     """The pipeline's results.csv carries rliable's IQM with its 95 % CI, and P(improvement) over ground truth (the

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.pipeline.launch import Job, all_jobs, job_statuses, representation_key, run_sweep
+from rlzoo.pipeline.launch import Job, all_jobs, check_runs_use_encoders, job_statuses, representation_key, run_sweep
 from rlzoo.pipeline.spec import PIPELINE_CONFIG, PipelineSpec, pipeline_spec
 from rlzoo.pipeline.steps import (
     Step,
@@ -65,6 +65,7 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
         if learned:
             datasets[env] = dataset_step(spec, env, configs[learned[0]].env)
             encoders |= {(env, m): encoder_step(spec, m, bases[m], env, datasets[env]) for m in learned}
+    check_runs_use_encoders(spec, {key: step.folder for key, step in encoders.items()})
     spec.claim_dir()
     options = {}
     for env in map(str, spec.axes["env"]):

@@ -14,8 +14,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
+from rlzoo.errors import ConfigError
 from rlzoo.pipeline.spec import PipelineSpec, group_options
 from rlzoo.rundir import RunDir
 
@@ -68,6 +72,28 @@ def all_jobs(spec: PipelineSpec, options: dict[tuple[str, str], str]) -> list[Jo
         values = dict(zip(keys, combination, strict=True))
         jobs.append(Job(values, options.get(representation_key(values), str(values["srl_model"]))))
     return jobs
+
+
+def check_runs_use_encoders(spec: PipelineSpec, encoders: dict[tuple[str, str], Path]) -> None:
+    """Refuse a pipeline dir whose RL runs (finished or not) were trained on another encoder than the one the pipeline
+    has now for their representation: its method's file (``conf/srl_model``) changed since, which the pipeline's
+    identity does not cover. A run names its encoder folder in ``srl_model.checkpoint``; folders are named by their
+    content, so the same name is the same encoder (in a copied or moved pipeline dir too)."""
+    stale = []
+    for job in all_jobs(spec, {}):
+        encoder = encoders.get(representation_key(job.values))
+        config = job.run_dir(spec).config
+        if encoder is None or not config.is_file():
+            continue
+        used = OmegaConf.select(OmegaConf.load(config), "srl_model.checkpoint")
+        if used is None or Path(str(used)).name != encoder.name:
+            stale.append(f"{job.name} (trained on {Path(str(used)).name if used else 'no encoder'})")
+    if stale:
+        raise ConfigError(
+            f"pipeline.dir={spec.dir}: RL run(s) {', '.join(stale)} do not use this pipeline's encoder of their "
+            "representation now (its conf/srl_model file changed since): rlzoo never mixes them in one table; choose "
+            "another pipeline.dir, or move those runs out of its runs/ folder to train them again"
+        )
 
 
 def representation_key(values: dict[str, Any]) -> tuple[str, str]:
