@@ -207,14 +207,34 @@ class VariationalReconstruction(Reconstruction):
 
 
 class InverseDynamics(SRLLoss):
-    """Predict a_t from (s_t, s_t+1) with a linear layer: cross-entropy (discrete) or MSE (continuous)."""
+    """Predict a_t from (s_t, s_t+1) with a linear layer: cross-entropy (discrete) or MSE (continuous).
 
-    def __init__(self, context: LossContext, weight: float = 2.0, dims: list[int | None] | None = None) -> None:
+    With ``learn_scale`` the layer's output is multiplied by a learned ``exp(tau)`` (tau from 0). Keypoint states are
+    image positions in [-1, 1]: one step moves the robot's keypoint by about 0.05, so a plain linear head needs weights
+    of about 100 to be confident, which Adam (a step of about the learning rate per batch) reaches only after tens of
+    epochs; until then the validation loss keeps falling while the representation no longer changes, and early
+    stopping never ends training. A learned log-scale reaches that scale in a few hundred batches.
+
+    :param learn_scale: learn a scale of the head's output (off: the original linear head).
+    """
+
+    def __init__(
+        self,
+        context: LossContext,
+        weight: float = 2.0,
+        dims: list[int | None] | None = None,
+        learn_scale: bool = False,
+    ) -> None:
         super().__init__(context, weight, dims)
+        if not isinstance(learn_scale, bool):
+            raise ConfigError(f"{type(self).__name__}: learn_scale={learn_scale!r} must be true or false")
         self.head = nn.Linear(2 * self.size, context.action_dim)
+        self.log_scale = nn.Parameter(torch.zeros(()), requires_grad=learn_scale)
 
     def forward(self, batch: Batch, encoded: Encoded, encoder: ImageEncoder) -> Tensor:
         predicted = self.head(_pair(self.part(encoded.states), self.part(encoded.next_states)))
+        if self.log_scale.requires_grad:
+            predicted = predicted * self.log_scale.exp()
         if self.context.n_actions is not None:
             return F.cross_entropy(predicted, batch.actions)
         return F.mse_loss(predicted, batch.actions)
