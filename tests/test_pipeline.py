@@ -12,9 +12,11 @@ from types import SimpleNamespace
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
+from rlzoo.pipeline import spec as spec_module
 from rlzoo.pipeline.command import main, run_pipeline
-from rlzoo.pipeline.spec import pipeline_spec
+from rlzoo.pipeline.spec import IDENTITY, content_key, pipeline_spec
 from rlzoo.pipeline.steps import Step, run_steps
 from rlzoo.results.stats import rliable_installed
 from test_loggers import finished_records
@@ -159,6 +161,34 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
         main()
     assert str(exited.value.code).startswith("rlzoo.pipeline: error: the experiment sweeps srl_model=nope")
     assert not (tmp_path / "cli").exists()
+
+
+def test_a_comment_in_the_experiment_files_keeps_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = pipeline_spec([*TINY, f"pipeline.dir={tmp_path / 'pipe'}"])
+    before = spec.identity()
+    # A dir recorded before session 23 (the files' text, not their content) is still this experiment's cache.
+    spec.dir.mkdir()
+    legacy = before | {"experiment_files": content_key(spec.experiment_files())}
+    (spec.dir / IDENTITY).write_text(OmegaConf.to_yaml(OmegaConf.create(legacy)))
+    spec.claim_dir()  # and its record now holds the files' content
+    assert (
+        OmegaConf.load(spec.dir / IDENTITY).experiment_files == before["experiment_files"] != legacy["experiment_files"]
+    )
+    conf = tmp_path / "conf"
+    texts = {
+        group: (CONFIG_DIR / group / "srl_benchmark_small.yaml").read_text() for group in ("experiment", "pipeline")
+    }
+    for group, text in texts.items():
+        (conf / group).mkdir(parents=True)
+        (conf / group / "srl_benchmark_small.yaml").write_text(text + "# a note on the experiment\n")
+    monkeypatch.setattr(spec_module, "CONFIG_DIR", conf)
+    assert spec.identity() == before  # a comment changes nothing
+    spec.check_dir()
+    changed = texts["experiment"].replace("total_timesteps: 250000", "total_timesteps: 250001")
+    (conf / "experiment" / "srl_benchmark_small.yaml").write_text(changed)
+    assert spec.identity()["experiment_files"] != before["experiment_files"]  # a value does
+    with pytest.raises(ConfigError, match=r"holds the cache of another experiment \(experiment_files: "):
+        spec.check_dir()
 
 
 def test_the_runs_on_encoders_start_beside_the_early_runs(monkeypatch: pytest.MonkeyPatch) -> None:

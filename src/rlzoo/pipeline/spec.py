@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
@@ -74,18 +75,26 @@ class PipelineSpec:
     def runs_dir(self) -> Path:
         return self.dir / "runs"
 
-    def identity(self) -> dict[str, Any]:
-        """What makes the pipeline dir this experiment's cache: the experiment's files and every override that
-        changes results (axis values apart: adding seeds or options extends the same experiment)."""
+    def experiment_files(self) -> dict[str, str]:
+        """The experiment's files (``conf/experiment`` and ``conf/pipeline``) by path, as text."""
         files = [
             CONFIG_DIR / "experiment" / f"{self.experiment}.yaml",
             CONFIG_DIR / "pipeline" / f"{self.experiment}.yaml",
         ]
-        texts = {str(p.relative_to(CONFIG_DIR)): p.read_text() for p in files if p.is_file()}
+        return {str(p.relative_to(CONFIG_DIR)): p.read_text() for p in files if p.is_file()}
+
+    def identity(self) -> dict[str, Any]:
+        """What makes the pipeline dir this experiment's cache: the experiment's files (their YAML content: a comment
+        changes nothing) and every override that changes results (axis values apart: adding seeds or options extends
+        the same experiment)."""
+        contents = {
+            path: {"package": re.findall(r"^# *@package.*$", text, re.MULTILINE), "values": yaml.safe_load(text)}
+            for path, text in self.experiment_files().items()
+        }
         train = sorted(o for o in self.train if _key(o).split(".")[0].split("/")[0] not in NOT_IDENTITY)
         return {
             "experiment": self.experiment,
-            "experiment_files": content_key(texts),
+            "experiment_files": content_key(contents),
             "train": train,
             "collect": [o for o in self.collect if _key(o) not in STEP_FREE_KEYS],
             "srl_train": [o for o in self.srl_train if _key(o) not in STEP_FREE_KEYS],
@@ -98,6 +107,8 @@ class PipelineSpec:
         if record.is_file():
             ours, theirs = self.identity(), OmegaConf.to_container(OmegaConf.load(record))
             assert isinstance(theirs, dict)
+            if theirs.get("experiment_files") == content_key(self.experiment_files()):
+                ours["experiment_files"] = theirs["experiment_files"]  # recorded before session 23: the files' text
             differences = [f"{k}: {theirs.get(k)!r} there, {v!r} now" for k, v in ours.items() if theirs.get(k) != v]
             if differences:
                 raise ConfigError(
@@ -110,11 +121,13 @@ class PipelineSpec:
             )
 
     def claim_dir(self) -> None:
-        """Make the pipeline dir this experiment's (after :meth:`check_dir`)."""
+        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (before
+        session 23) is rewritten with their content, so that a comment changed later keeps the cache."""
         self.check_dir()
-        if not (self.dir / IDENTITY).is_file():
+        record, text = self.dir / IDENTITY, OmegaConf.to_yaml(OmegaConf.create(self.identity()))
+        if not record.is_file() or record.read_text() != text:
             self.dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.dir / IDENTITY, OmegaConf.to_yaml(OmegaConf.create(self.identity())))
+            atomic_write_text(record, text)
 
 
 def _key(override: str) -> str:
