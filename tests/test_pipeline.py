@@ -138,6 +138,12 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
     unknown = pipeline_spec([*TINY, f"pipeline.dir={folder}", "+pipeline.srl_train.srl_model.network.depth=3"])
     with pytest.raises(ConfigError, match=r"pipeline.srl_train: srl_model.network.depth=3 sets a key that no learned"):
         run_pipeline(unknown, lambda _: None)
+    with pytest.raises(ConfigError, match=r"pipeline.srl_model has \['pca'\], which the sweep does not run"):
+        pipeline_spec([*TINY, f"pipeline.dir={folder}", "+pipeline.srl_model.pca.state_dim=3"])
+    # The experiment's own settings of srl_splits stay while the sweep is narrowed to other representations.
+    narrowed = pipeline_spec([*TINY, f"pipeline.dir={folder}", "pipeline.sweep.srl_model=[ground_truth]"])
+    assert narrowed.srl_model["srl_splits"] == ["srl_model.losses.inverse.learn_scale=true"]
+    assert narrowed.identity() == pipeline_spec([*TINY, f"pipeline.dir={folder}"]).identity()
     one = pipeline_spec([*TINY, f"pipeline.dir={folder}", "+pipeline.srl_model.ground_truth.depth=3"])
     with pytest.raises(ConfigError, match=r"pipeline.srl_model.ground_truth: srl_model.depth=3 sets a key that"):
         run_pipeline(one, lambda _: None)

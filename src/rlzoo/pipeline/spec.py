@@ -205,7 +205,9 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
     train = [o for o in plain if _key(o) not in axes and _key(o) != "experiment"]
     train += [o for o in overrides if _key(o).startswith(("hydra.launcher", "hydra/launcher"))]
     per_method = {str(k): as_overrides(v, "srl_model.") for k, v in (node.get("srl_model") or {}).items()}
-    unknown = sorted(set(per_method) - {str(v) for v in axes["srl_model"]})
+    # The experiment's own representations may have settings while the sweep is narrowed to others.
+    ran = {str(v) for v in [*axes["srl_model"], *_values("srl_model", sweeper.get("srl_model", []))]}
+    unknown = sorted(set(per_method) - ran)
     if unknown:
         raise ConfigError(
             f"pipeline.srl_model has {unknown}, which the sweep does not run (srl_model axis: {axes['srl_model']})"
