@@ -84,7 +84,9 @@ def check_overrides_apply(spec: PipelineSpec, bases: dict[str, DictConfig], lear
                 f"({', '.join(learned)}) has, so it would do nothing; a key of conf/srl_model/<method>.yaml is allowed"
             )
     for method, overrides in spec.srl_model.items():
-        for override in overrides if method in bases else ():  # a method the sweep is narrowed away from
+        if method not in bases:  # a representation of the experiment that the sweep is narrowed away from
+            continue
+        for override in overrides:
             if not applicable([override], bases[method]):
                 raise ConfigError(
                     f"pipeline.srl_model.{method}: {override} sets a key that srl_model={method} does not have, "
