@@ -20,17 +20,20 @@ A run directory holds::
     returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
     test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
     metrics.json           summary; written last, so its presence means the run finished
+    .lock                  held (flock) by the process training here, with its pid; removed when it ends
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import stat
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -66,6 +69,7 @@ EVALUATIONS = "evaluations.csv"
 LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
 AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
+LOCK = ".lock"
 
 
 def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
@@ -115,6 +119,10 @@ def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | No
         raise
     if normalizer is not None:
         save_obs_norm(folder / OBS_NORM, normalizer)
+
+
+class RunDirInUse(ConfigError):
+    """Another process trains in this run dir: the refused one writes nothing there (not even its ``error.txt``)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +249,31 @@ class RunDir:
             )
         self.path.mkdir(parents=True, exist_ok=True)
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold this run dir for one process (made if missing): a second process that would write here while the
+        first trains is refused with one line naming the first's pid, whatever it would have written. The lock is
+        the kernel's (``flock``), so a killed process frees it."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path / LOCK
+        with lock_path.open("a+") as lock_file:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock_file.seek(0)
+                holder = lock_file.read().strip() or "unknown"
+                raise RunDirInUse(
+                    f"run_dir {self.path} is in use: another rlzoo process (pid {holder}) is training there; "
+                    "wait for it to end, or choose another run_dir"
+                ) from None
+            lock_file.truncate(0)
+            lock_file.write(str(os.getpid()))
+            lock_file.flush()
+            try:
+                yield
+            finally:
+                lock_path.unlink(missing_ok=True)  # while still held, so no one locks a file about to go
+
     def write_config(self, cfg: DictConfig) -> None:
         atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
 
@@ -319,5 +352,8 @@ def error_line(text: str) -> str:
 
 
 def record_failure(run_dir: Path, error: BaseException) -> None:
-    """Write a failed job's traceback to its run dir's ``error.txt`` (what the summary reads)."""
+    """Write a failed job's traceback to its run dir's ``error.txt`` (what the summary reads); a job refused because
+    another process trains in its dir writes nothing there."""
+    if isinstance(error, RunDirInUse):
+        return
     atomic_write_text(RunDir(run_dir).error, "".join(traceback.format_exception(error)))

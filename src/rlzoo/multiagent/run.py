@@ -41,6 +41,7 @@ def train_multiagent(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str
         cleanup.callback(env.close)
         team = build_team(plan)
         plan.run.claim()
+        cleanup.enter_context(plan.run.locked())
         open_run_dir(plan.run, None, plan.config)
         for name, model in team.models.items():
             plan.run.learner_dir(name).mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from rlzoo.training.budget import RunClock
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.faults import building, run_writes
 from rlzoo.training.monitor import PerEnvMonitor
-from rlzoo.training.resume import open_run_dir
+from rlzoo.training.resume import check_still_planned, open_run_dir
 
 
 class RunContext:
@@ -58,10 +58,12 @@ class RunContext:
             return self.build.model(env, normalizer)
 
     def claim(self, model: BaseAlgorithm) -> None:
-        """Claim the run dir (fresh, or cut back to the resume point), open the monitor files, guard writes and log
-        ``model``'s training (SB3's logger, and W&B when configured)."""
+        """Lock and claim the run dir (fresh, or cut back to the resume point), open the monitor files, guard writes
+        and log ``model``'s training (SB3's logger, and W&B when configured)."""
         plan = self.plan
         assert self._monitor is not None, "training_env() comes first"
+        self._cleanup.enter_context(plan.run.locked())  # one process at a time in a run dir
+        check_still_planned(plan.run, plan.resume_point, plan.config)
         open_run_dir(plan.run, plan.resume_point, plan.config)
         self._cleanup.enter_context(run_writes(plan.run))  # a full disk ...: one line, naming what survived
         self._monitor.open_files(plan.run.monitor_dir, override_existing=plan.resume_point is None)

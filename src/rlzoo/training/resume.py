@@ -131,6 +131,16 @@ def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> 
     run.write_config(config)
 
 
+def check_still_planned(run: RunDir, point: ResumePoint | None, config: DictConfig) -> None:
+    """Under the run dir's lock, before the first write: the dir must still be as it was planned (another process
+    may have trained in it between planning and the lock)."""
+    if find_resume_point(run, config) != point:
+        raise ConfigError(
+            f"run_dir {run.path} changed while this run was being planned (another process wrote to it); "
+            "run the command again to continue from what it holds now"
+        )
+
+
 def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
     """Cut every log back to its length at ``point`` (a fresh start in a used dir: remove the old logs)."""
     if point is None:
