@@ -266,9 +266,12 @@ class RunDir:
                     f"run_dir {self.path} is in use: another rlzoo process (pid {holder}) is training there; "
                     "wait for it to end, or choose another run_dir"
                 ) from None
-            lock_file.truncate(0)
-            lock_file.write(str(os.getpid()))
-            lock_file.flush()
+            try:  # the pid is for the message only: a full disk fails at the run's first real write, in one line
+                lock_file.truncate(0)
+                lock_file.write(str(os.getpid()))
+                lock_file.flush()
+            except OSError:
+                pass
             try:
                 yield
             finally:
