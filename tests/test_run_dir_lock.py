@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import shutil
 import signal
@@ -90,3 +92,16 @@ def test_a_job_refused_for_a_run_dir_in_use_writes_no_error_file(tmp_path: Path)
     assert not RunDir(tmp_path).error.exists()
     record_failure(tmp_path, ConfigError("bad value"))
     assert "bad value" in RunDir(tmp_path).error.read_text()
+
+
+def test_a_file_system_without_locks_trains_unguarded(
+    compose: Compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_locks(*args: object) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    train(compose(RUN))
+    run = RunDir(tmp_path / "run")
+    assert run.is_finished()
+    assert not (run.path / LOCK).exists()

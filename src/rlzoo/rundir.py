@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -253,25 +253,11 @@ class RunDir:
     def locked(self) -> Iterator[None]:
         """Hold this run dir for one process (made if missing): a second process that would write here while the
         first trains is refused with one line naming the first's pid, whatever it would have written. The lock is
-        the kernel's (``flock``), so a killed process frees it."""
+        the kernel's (``flock``), so a killed process frees it; on a file system without locks, runs are unguarded."""
         self.path.mkdir(parents=True, exist_ok=True)
         lock_path = self.path / LOCK
         with lock_path.open("a+") as lock_file:
-            try:
-                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock_file.seek(0)
-                holder = lock_file.read().strip() or "unknown"
-                raise RunDirInUse(
-                    f"run_dir {self.path} is in use: another rlzoo process (pid {holder}) is training there; "
-                    "wait for it to end, or choose another run_dir"
-                ) from None
-            try:  # the pid is for the message only: a full disk fails at the run's first real write, in one line
-                lock_file.truncate(0)
-                lock_file.write(str(os.getpid()))
-                lock_file.flush()
-            except OSError:
-                pass
+            _hold(lock_file, self.path)
             try:
                 yield
             finally:
@@ -352,6 +338,28 @@ def error_line(text: str) -> str:
         if line.startswith((" ", "\t", "Traceback")):
             start = i + 1
     return lines[start] if start < len(lines) else (lines[-1] if lines else "")
+
+
+def _hold(lock_file: IO[str], run_dir: Path) -> None:
+    """Take ``lock_file``'s exclusive lock and write this pid in it (nothing to take where the file system has no
+    locks)."""
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.seek(0)
+        holder = lock_file.read().strip() or "unknown"
+        raise RunDirInUse(
+            f"run_dir {run_dir} is in use: another rlzoo process (pid {holder}) is training there; "
+            "wait for it to end, or choose another run_dir"
+        ) from None
+    except OSError:  # some network or FUSE mounts: no locks to take
+        return
+    try:  # the pid is for the message only: a full disk fails at the run's first real write, in one line
+        lock_file.truncate(0)
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+    except OSError:
+        pass
 
 
 def record_failure(run_dir: Path, error: BaseException) -> None:
