@@ -27,8 +27,8 @@ RUN = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], "total_timesteps=1024", "checkpoint_f
 
 def _command(run: RunDir, hydra_dir: Path) -> list[str]:
     return [sys.executable, "-m", "rlzoo.train", "algo=ppo", "env=CartPole", "n_envs=2", "algo.n_steps=64",
-            "algo.batch_size=64", "algo.n_epochs=2", "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=100000",
-            "checkpoint_freq=50000", "test_episodes=2", "verbose=0", "logger.formats=[csv]",
+            "algo.batch_size=64", "algo.n_epochs=2", "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=1000000",
+            "checkpoint_freq=500000", "test_episodes=2", "verbose=0", "logger.formats=[csv]",
             f"run_dir={run.path}", f"hydra.run.dir={hydra_dir}"]  # fmt: skip
 
 
