@@ -40,8 +40,8 @@ def train_multiagent(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str
         env = plan.spec.make()
         cleanup.callback(env.close)
         team = build_team(plan)
+        cleanup.enter_context(plan.run.locked())  # the claim's checks, then the writes, under the run dir's lock
         plan.run.claim()
-        cleanup.enter_context(plan.run.locked())
         open_run_dir(plan.run, None, plan.config)
         for name, model in team.models.items():
             plan.run.learner_dir(name).mkdir(parents=True, exist_ok=True)
