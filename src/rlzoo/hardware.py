@@ -6,7 +6,7 @@ torch is imported only when a profile is checked or applied, so that launching p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rlzoo.errors import ConfigError
 from rlzoo.schema import at_least, parse
@@ -18,15 +18,18 @@ class Hardware:
 
     :param device: ``cpu``, ``cuda``, ``cuda:<n>`` or ``auto``.
     :param torch_threads: torch's intra-op threads (None: torch's default).
+    :param precision: image networks' precision in RL (encoders, CNN policies): ``fp32``, ``bf16``, ``auto``
+        (:mod:`rlzoo.precision`).
     """
 
     device: str = "cpu"
     torch_threads: int | None = field(default=None, metadata=at_least(1))
+    precision: Literal["fp32", "bf16", "auto"] = "fp32"
 
     @classmethod
     def from_config(cls, values: Any) -> Hardware:
         """The profile of a ``hardware`` node (a mapping); other keys are the launcher's."""
-        known = {k: values[k] for k in ("device", "torch_threads") if k in values}
+        known = {k: values[k] for k in ("device", "torch_threads", "precision") if k in values}
         hardware = parse(cls, known, prefix="hardware.")
         hardware.check()
         return hardware

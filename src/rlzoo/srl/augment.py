@@ -1,9 +1,9 @@
-"""Image augmentation for policies on pixels: DrQ's random shift (Kostrikov et al., 2020; Yarats et al., 2021).
+"""CNN policies on pixels: DrQ's random shift (Kostrikov et al., 2020; Yarats et al., 2021) and bfloat16 convolutions.
 
 ``srl_model.augment: <pixels>`` (raw pixels) gives the CNN policy :class:`ShiftedNatureCNN`, which pads every image by
 that many pixels (replicating the border) and crops it back at a random offset per image. SB3 puts the policy in
 training mode only for its gradient updates, so the shift applies there and never to the actions of rollouts, tests
-or replays.
+or replays. ``hardware.precision`` (``bf16``, ``auto``: :mod:`rlzoo.precision`) runs its conv layers in bfloat16.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from torch import nn
 
 from rlzoo.errors import ConfigError
+from rlzoo.precision import autocast, check_precision, resolve_precision
 
 
 class RandomShift(nn.Module):
@@ -48,30 +49,46 @@ class RandomShift(nn.Module):
 
 
 class ShiftedNatureCNN(NatureCNN):
-    """SB3's NatureCNN with :class:`RandomShift` in front (training mode only).
+    """SB3's NatureCNN with :class:`RandomShift` in front (training mode only), its conv layers at ``precision``
+    (the last linear layer and the features stay fp32).
 
-    :param pad: the largest shift in pixels.
+    :param pad: the largest shift in pixels (0: none).
+    :param precision: ``fp32``, ``bf16`` or ``auto`` (decided on the device of the observations).
     """
 
     def __init__(
-        self, observation_space: gym.Space, features_dim: int = 512, normalized_image: bool = False, pad: int = 4
+        self,
+        observation_space: gym.Space,
+        features_dim: int = 512,
+        normalized_image: bool = False,
+        pad: int = 4,
+        precision: str = "fp32",
     ) -> None:
         super().__init__(observation_space, features_dim, normalized_image)
         self.shift = RandomShift(pad)
+        self.precision_setting = check_precision(precision, "hardware.precision")
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        return super().forward(self.shift(observations))
+        device_type = observations.device.type
+        with autocast(resolve_precision(self.precision_setting, device_type), device_type):
+            hidden = self.cnn(self.shift(observations))
+        return self.linear(hidden.float())
 
 
-def augment_policy_kwargs(augment: Any, policy_family: str) -> dict[str, Any]:
-    """The policy keywords of ``srl_model.augment`` (pixels of random shift; 0 or null: none)."""
+def augment_policy_kwargs(augment: Any, policy_family: str, precision: Any = "fp32") -> dict[str, Any]:
+    """The policy keywords of ``srl_model.augment`` (pixels of random shift; 0 or null: none) and of
+    ``hardware.precision`` for a CNN policy (fp32: SB3's own NatureCNN)."""
+    precision = check_precision(precision, "hardware.precision")
     if augment is None or augment == 0:
-        return {}
+        if precision == "fp32" or policy_family != "Cnn":
+            return {}
+        augment = 0
     if isinstance(augment, bool) or not isinstance(augment, int) or augment < 0:
         raise ConfigError(f"srl_model.augment={augment!r} must be a whole number of pixels ≥ 0 (DrQ: 4), or 0 for none")
     if policy_family != "Cnn":
         raise ConfigError(f"srl_model.augment shifts images; this srl_model gives a {policy_family} policy vectors")
-    return {"features_extractor_class": ShiftedNatureCNN, "features_extractor_kwargs": {"pad": augment}}
+    kwargs: dict[str, Any] = {"pad": augment} if precision == "fp32" else {"pad": augment, "precision": precision}
+    return {"features_extractor_class": ShiftedNatureCNN, "features_extractor_kwargs": kwargs}
 
 
 def merge_policy_kwargs(algo_kwargs: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

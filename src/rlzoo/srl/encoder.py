@@ -29,6 +29,7 @@ from torch import nn
 
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
+from rlzoo.precision import resolve_precision, set_precision
 from rlzoo.srl.dataset import LATEST, SEARCH_DIRS, newest
 from rlzoo.srl.networks import ImageEncoder, PCAEncoder, images_to_tensor
 
@@ -111,8 +112,9 @@ def read_metadata(folder: Path) -> dict[str, Any]:
     return dict(json.loads((folder / METADATA).read_text()))
 
 
-def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu") -> Encoder:
-    """Load a finished encoder (weights with ``weights_only=True``) in eval mode on ``device``."""
+def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu", precision: str = "fp32") -> Encoder:
+    """Load a finished encoder (weights with ``weights_only=True``) in eval mode on ``device``, batch norms folded
+    into its convs, its image network at ``precision`` (``fp32``, ``bf16``, ``auto``: :mod:`rlzoo.precision`)."""
     folder = encoder_folder(checkpoint)
     metadata = read_metadata(folder)
     if metadata["kind"] == "pca":
@@ -121,7 +123,10 @@ def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu") -> 
     else:
         module = build_module(metadata)
         module.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
+        if isinstance(module, ImageEncoder):
+            module.fuse_for_inference()
     torch_device = get_device(device)
+    set_precision(module, resolve_precision(precision, torch_device.type, "hardware.precision"))
     return Encoder(folder, metadata, module.to(torch_device).eval(), torch_device)
 
 

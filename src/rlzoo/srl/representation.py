@@ -25,7 +25,8 @@ class Representation:
     :param policy_family: ``Mlp`` (vector states) or ``Cnn`` (images).
     :param envs: the envs whose constructor takes ``make_kwargs`` (``an arm env (rlzoo/Kuka*-v0)``), for messages;
         empty when any env fits.
-    :param policy_kwargs: policy keywords it adds to the algorithm's (``srl_model.augment``: a shifting CNN).
+    :param policy_kwargs: policy keywords it adds to the algorithm's (``srl_model.augment``: a shifting CNN;
+        ``hardware.precision``: a CNN in bfloat16).
     """
 
     name: str
@@ -56,7 +57,7 @@ class Representation:
             observation_wrapper=instantiate(srl_values.get("observation_wrapper")),
             vec_wrapper=instantiate(srl_values.get("vec_wrapper")),
             envs=str(srl_values.get("envs") or ""),
-            policy_kwargs=augment_policy_kwargs(srl_values.get("augment"), family),
+            policy_kwargs=augment_policy_kwargs(srl_values.get("augment"), family, srl_values.get("precision", "fp32")),
         )
 
 

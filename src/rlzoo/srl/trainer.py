@@ -7,7 +7,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from rlzoo.errors import ConfigError
+from rlzoo.precision import resolve_precision, set_precision
 from rlzoo.schema import at_least, parse
 from rlzoo.srl.losses import Batch, Encoded, SRLLoss
 from rlzoo.srl.networks import ImageEncoder, images_to_tensor
@@ -30,6 +31,8 @@ class TrainingSettings:
     ``max_seconds``: stop after the epoch that ends this many wall seconds after training began (None: no limit).
     ``lr_factor``: multiply the learning rate by this factor after every epoch that does not improve the validation
     loss (torch's ``ReduceLROnPlateau`` with patience 0; None: a constant learning rate).
+    ``precision``: the image networks' (encoder trunk, decoders) during training: ``fp32``, ``bf16``, ``auto``
+    (:mod:`rlzoo.precision`); states, heads, losses and Adam stay fp32.
     """
 
     epochs: int = field(metadata=at_least(1))
@@ -39,6 +42,7 @@ class TrainingSettings:
     min_epochs: int = field(default=1, metadata=at_least(1))
     max_seconds: float | None = field(default=None, metadata=at_least(1))
     lr_factor: float | None = None
+    precision: Literal["fp32", "bf16", "auto"] = "fp32"
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> TrainingSettings:
@@ -163,6 +167,9 @@ def fit(
     """Train ``encoder`` and the losses' heads on ``train_pairs`` (frame indices t of pairs (t, t + 1)); keep the
     encoder weights of the epoch with the lowest validation loss (loaded into ``encoder`` at the end); with
     ``settings.patience``, stop once that many epochs in a row have not improved on it."""
+    precision = resolve_precision(settings.precision, data.device.type, "srl_model.training.precision")
+    set_precision(encoder, precision)
+    set_precision(losses, precision)
     parameters = [*encoder.parameters(), *losses.parameters()]
     optimizer = torch.optim.Adam(parameters, lr=settings.learning_rate)
     scheduler = None
@@ -200,6 +207,7 @@ def fit(
                 break
     assert best is not None
     encoder.load_state_dict(best[2])
+    set_precision(encoder, "fp32")  # metrics and whitening on fp32 states; RL sets its own (hardware.precision)
     stopped = _out_of_patience(settings, len(rows), best[1])
     return History(rows, best[1], stopped_early=stopped)
 

@@ -23,10 +23,13 @@ class EncodeObservations(VecEnvWrapper):
     :param checkpoint: the encoder folder (or a file in it).
     :param method: the method the encoder must be (``learned``: any).
     :param device: where the encoder runs (``auto``: the GPU when there is one).
+    :param precision: its image network's precision (``fp32``, ``bf16``, ``auto``: :mod:`rlzoo.precision`).
     """
 
-    def __init__(self, venv: VecEnv, checkpoint: str, method: str = ANY_METHOD, device: str = "cpu") -> None:
-        self.encoder = load_encoder(checkpoint, device)
+    def __init__(
+        self, venv: VecEnv, checkpoint: str, method: str = ANY_METHOD, device: str = "cpu", precision: str = "fp32"
+    ) -> None:
+        self.encoder = load_encoder(checkpoint, device, precision)
         shape = venv.observation_space.shape
         if shape is None or len(shape) != 3:
             raise ConfigError(f"srl_model={method} needs image observations, got {venv.observation_space}")
