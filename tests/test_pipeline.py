@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from omegaconf import DictConfig, OmegaConf
@@ -16,6 +17,7 @@ from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline import spec as spec_module
 from rlzoo.pipeline.command import main, run_pipeline
+from rlzoo.pipeline.launch import Job
 from rlzoo.pipeline.spec import IDENTITY, content_key, pipeline_spec
 from rlzoo.pipeline.steps import Step, run_steps
 from rlzoo.results.stats import rliable_installed
@@ -50,10 +52,11 @@ def test_from_nothing_to_the_table_then_only_what_is_missing(tmp_path: Path) -> 
     assert encoders == ["random", "srl_splits"]  # ground truth and raw pixels need none
     # srl_benchmark_small trains them at once (pipeline.encoder_workers: 2), each in its own process of one thread
     assert {OmegaConf.load(f).torch_threads for f in (folder / "encoders").glob("*/config.yaml")} == {1}
-    # and launches the runs that need no encoder beside them (pipeline.runs_beside_encoders), the others after them
+    # and launches the runs that need no encoder beside them (pipeline.runs_beside_encoders), the others as soon as
+    # their encoder is trained (random's and srl_splits' in one sweep, or one each, as they finish)
     said = "\n".join(lines)
-    assert said.count("runs: 0 of 2 finished (cached); 2 to train") == 2  # ground truth and raw pixels, then the rest
-    assert "runs: 0 of 2 finished" in said.split("encoder srl_splits on MobileRobot: done")[0]
+    assert "runs: 0 of 2 finished (cached); 2 to train" in said.split("encoder srl_splits on MobileRobot: done")[0]
+    assert said.count(" to train in ") in (2, 3)
     config = OmegaConf.load(folder / "runs" / "MobileRobot_srl_splits_seed0" / "config.yaml")
     assert config.srl_model.name == "srl_splits" and config.srl_model.state_dim == 8 and config.srl_model.height == 16
     assert config.srl_model.checkpoint.startswith(str(folder / "encoders" / "srl_splits-MobileRobot-"))
@@ -197,32 +200,45 @@ def test_a_comment_in_the_experiment_files_keeps_the_cache(tmp_path: Path, monke
         spec.check_dir()
 
 
-def test_the_runs_on_encoders_start_beside_the_early_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Once the encoders exist, the runs on them launch while the runs that needed none are still going: the early
-    # sweep below ends only when the late one has started (with the late one launched after it, it never would).
+def test_each_encoders_runs_start_as_soon_as_it_is_trained(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runs that need no encoder launch at once; a fast encoder's runs launch while a slow encoder still trains:
+    # the slow one below finishes only once the fast one's sweep has started (after all encoders, it never would).
     from rlzoo.pipeline import command
 
-    late_started = threading.Event()
+    fast_launched = threading.Event()
     order: list[str] = []
 
-    def sweep(spec: object, jobs: list[str], say: object) -> int:
-        order.append(f"{jobs[0]} starts")
-        if jobs == ["early"] and not late_started.wait(timeout=20):
-            order.append("early gave up waiting")
-        late_started.set()
-        order.append(f"{jobs[0]} ends")
+    def sweep(spec: object, jobs: list[Job], say: object) -> int:
+        names = ",".join(sorted(job.option for job in jobs))
+        order.append(f"sweep {names}")
+        if names == "fast":
+            fast_launched.set()
         return 0
 
-    plan = SimpleNamespace(datasets={}, encoders={"srl_splits": object()}, jobs=["early", "late"])
+    def train_encoders(steps: list[SimpleNamespace], action: object, workers: int, say: object, **kwargs: Any) -> None:
+        if not steps:  # the datasets: none here
+            return
+        on_done = kwargs["on_done"]
+        order.append("fast trained")
+        on_done(steps[0])
+        if not fast_launched.wait(timeout=20):
+            order.append("slow gave up waiting")
+        order.append("slow trained")
+        on_done(steps[1])
+
+    jobs = [Job({"env": "E", "srl_model": m, "seed": 0}, m) for m in ("ground_truth", "fast", "slow")]
+    encoders = {("E", m): SimpleNamespace(folder=Path(m), done=False) for m in ("fast", "slow")}
+    spec = SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2, runs_beside_encoders=True)
+    plan = SimpleNamespace(spec=spec, datasets={}, encoders=encoders, jobs=jobs)
     monkeypatch.setattr(command, "plan_pipeline", lambda spec: plan)
-    monkeypatch.setattr(command, "early_jobs", lambda plan: ["early"])
-    monkeypatch.setattr(command, "run_steps", lambda *args: order.append("encoders trained"))
+    monkeypatch.setattr(command, "run_steps", train_encoders)
     monkeypatch.setattr(command, "run_sweep", sweep)
-    monkeypatch.setattr(command, "job_statuses", lambda spec, jobs: {"done": jobs})
+    monkeypatch.setattr(command, "job_statuses", lambda spec, jobs: {"done": [job.option for job in jobs]})
     monkeypatch.setattr(command, "results", lambda spec, say: None)
-    statuses = command.run_pipeline(SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2), print)
-    assert order.index("early starts") < order.index("late starts") < order.index("early ends")
-    assert "early gave up waiting" not in order and statuses == {"done": ["early", "late"]}
+    statuses = command.run_pipeline(spec, print)
+    assert order.index("sweep fast") < order.index("slow trained") < order.index("sweep slow")
+    assert order.index("sweep ground_truth") < order.index("sweep fast")
+    assert "slow gave up waiting" not in order and statuses == {"done": ["ground_truth", "fast", "slow"]}
 
 
 def record_threads(config: DictConfig) -> None:

@@ -3,7 +3,8 @@
 Steps, each cached by content in the pipeline dir (``pipeline.dir``, ``multirun/pipeline/<experiment>`` by default):
 collect one dataset per env (``rlzoo.collect``), train one encoder per learned representation (``rlzoo.srl.train``),
 run the RL sweep env x srl_model x seed (``rlzoo.train -m``, through the hardware profile's launcher: local, joblib
-or Slurm; with ``pipeline.runs_beside_encoders``, the runs that need no encoder start while the encoders train),
+or Slurm; with ``pipeline.runs_beside_encoders``, the runs that need no encoder start while the encoders train, and
+the others as soon as their encoder is),
 then write the table (``rlzoo.plot``), the HTML report (``rlzoo.report``) and, with ``logger=wandb``, the table and
 figures to the sweep's W&B group. Running it again after a crash, or with more seeds or options, computes
 only what is missing and says so per step. Every input is checked before the first step starts.
@@ -11,10 +12,12 @@ only what is missing and says so per step. Every input is checked before the fir
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -89,14 +92,11 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     say(f"experiment {spec.experiment} in {spec.dir}: {len(plan.datasets)} dataset(s), {len(plan.encoders)} "
         f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
     run_steps(list(plan.datasets.values()), collect, 1, say)
-    beside = early_jobs(plan)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # the runs that need no encoder, while the encoders train
-        early = pool.submit(run_sweep, spec, beside, say) if beside else None
+    if spec.runs_beside_encoders:
+        runs_as_encoders_finish(plan, train_encoder, say)
+    else:
         run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
-        # The other runs start once their encoders exist, beside the early runs still going: no core waits for them.
-        run_sweep(spec, [job for job in plan.jobs if job not in beside], say)
-        if early is not None:
-            early.result()
+        run_sweep(spec, plan.jobs, say)
     statuses = job_statuses(spec, plan.jobs)
     results(spec, say)
     say(
@@ -105,12 +105,38 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     return statuses
 
 
-def early_jobs(plan: PipelinePlan) -> list[Job]:
-    """The RL jobs that start while encoders train (``pipeline.runs_beside_encoders``): those of representations
-    without an encoder (ground truth, raw pixels), when some encoder is still to be trained."""
-    if not plan.spec.runs_beside_encoders or all(step.done for step in plan.encoders.values()):
-        return []
-    return [job for job in plan.jobs if representation_key(job.values) not in plan.encoders]
+def runs_as_encoders_finish(plan: PipelinePlan, train: Callable[[DictConfig], Any], say: Callable[[str], None]) -> None:
+    """Train the encoders (``pipeline.encoder_workers`` at once) while the RL runs go on beside them, one sweep at a
+    time (``pipeline.runs_beside_encoders``): first the runs that need no new encoder (ground truth, raw pixels, cached
+    encoders), then each representation's runs as soon as its encoder is trained, all that are ready in one sweep, so
+    that no core waits for the slowest encoder while there is a run to train."""
+    training = {step.folder: key for key, step in plan.encoders.items() if not step.done}
+    ready: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
+    ready.put([job for job in plan.jobs if representation_key(job.values) not in training.values()])
+
+    def encoder_done(step: Step) -> None:
+        ready.put([job for job in plan.jobs if representation_key(job.values) == training[step.folder]])
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        runs = pool.submit(sweep_as_ready, plan.spec, ready, say)
+        try:
+            run_steps(list(plan.encoders.values()), train, plan.spec.encoder_workers, say, on_done=encoder_done)
+        finally:
+            ready.put(None)  # no more jobs: the sweep thread ends after the ready ones (an encoder's error still stops)
+        runs.result()
+
+
+def sweep_as_ready(spec: PipelineSpec, ready: queue.SimpleQueue[list[Job] | None], say: Callable[[str], None]) -> None:
+    """Launch the jobs put on ``ready``, all that wait at once in one sweep, until ``None`` arrives."""
+    finished = False
+    while not finished:
+        parts = [ready.get()]
+        while not ready.empty():
+            parts.append(ready.get())
+        finished = None in parts
+        jobs = [job for part in parts if part for job in part]
+        if jobs:
+            run_sweep(spec, jobs, say)
 
 
 def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:

@@ -184,17 +184,22 @@ def write_option(
 
 
 def run_steps(
-    steps: Sequence[Step], action: Callable[[DictConfig], Any], workers: int, log: Callable[[str], None]
+    steps: Sequence[Step],
+    action: Callable[[DictConfig], Any],
+    workers: int,
+    log: Callable[[str], None],
+    on_done: Callable[[Step], None] = lambda step: None,
 ) -> None:
     """Run the steps that are not cached; with ``workers`` > 1, that many at once, each in a process of its own with
     one torch thread (``action`` must be a module-level function). A lone step left to run still gets its one-thread
     process: torch's thread count changes a network's floats, so a step's result must not depend on how many of its
-    neighbours were cached."""
+    neighbours were cached. ``on_done`` is called with each step as soon as it is done."""
     todo = [step for step in steps if _announced(step, log)]
     if workers == 1 or not todo:
         for step in todo:
             action(step.config)
             log(f"{step.kind} {step.label}: done")
+            on_done(step)
         return
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch or JAX threads
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context) as pool:
@@ -202,6 +207,7 @@ def run_steps(
         for future in as_completed(futures):
             future.result()  # a step's error stops the pipeline (after the steps running beside it)
             log(f"{futures[future].kind} {futures[future].label}: done")
+            on_done(futures[future])
 
 
 def _announced(step: Step, log: Callable[[str], None]) -> bool:

@@ -98,5 +98,8 @@ def merge_policy_kwargs(algo_kwargs: dict[str, Any], extra: dict[str, Any]) -> d
     policy_kwargs = dict(algo_kwargs.get("policy_kwargs") or {})
     clash = sorted(set(policy_kwargs) & set(extra))
     if clash:
-        raise ConfigError(f"srl_model.augment sets algo.policy_kwargs.{clash[0]}, which the algo config sets too")
+        raise ConfigError(
+            f"the representation (srl_model.augment, hardware.precision) sets algo.policy_kwargs.{clash[0]}, which "
+            "the algo config sets too"
+        )
     return {**algo_kwargs, "policy_kwargs": {**policy_kwargs, **extra}}
