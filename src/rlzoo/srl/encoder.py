@@ -113,8 +113,9 @@ def read_metadata(folder: Path) -> dict[str, Any]:
 
 
 def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu", precision: str = "fp32") -> Encoder:
-    """Load a finished encoder (weights with ``weights_only=True``) in eval mode on ``device``, batch norms folded
-    into its convs, its image network at ``precision`` (``fp32``, ``bf16``, ``auto``: :mod:`rlzoo.precision`)."""
+    """Load a finished encoder (weights with ``weights_only=True``) in eval mode on ``device``, its image network at
+    ``precision`` (``fp32``, ``bf16``, ``auto``: :mod:`rlzoo.precision`); in bf16 its batch norms are folded into its
+    convs (about 1.15 x faster; in fp32 the states stay bit for bit those its metrics were measured on)."""
     folder = encoder_folder(checkpoint)
     metadata = read_metadata(folder)
     if metadata["kind"] == "pca":
@@ -123,10 +124,11 @@ def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu", pre
     else:
         module = build_module(metadata)
         module.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
-        if isinstance(module, ImageEncoder):
-            module.fuse_for_inference()
     torch_device = get_device(device)
-    set_precision(module, resolve_precision(precision, torch_device.type, "hardware.precision"))
+    resolved = resolve_precision(precision, torch_device.type, "hardware.precision")
+    if resolved == "bf16" and isinstance(module, ImageEncoder):
+        module.fuse_for_inference()  # its floats change anyway; in fp32 the states stay those it was measured on
+    set_precision(module, resolved)
     return Encoder(folder, metadata, module.to(torch_device).eval(), torch_device)
 
 
