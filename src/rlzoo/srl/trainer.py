@@ -26,6 +26,9 @@ class TrainingSettings:
     """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs).
 
     ``patience``: stop when the validation loss has not improved for this many epochs (None: run every epoch).
+    ``min_delta``: with ``patience``, only an epoch that cuts the validation loss by more than this fraction of the best
+    so far counts as an improvement (Keras's ``min_delta``, relative like ``ReduceLROnPlateau``'s rel threshold); the
+    weights kept are still those of the lowest validation loss.
     ``min_epochs``: the patience cannot stop training before this many epochs have run (Keras's ``start_from_epoch``,
     Lightning's ``min_epochs``): one noisy early epoch cannot end training; the best epoch is still kept.
     ``max_seconds``: stop after the epoch that ends this many wall seconds after training began (None: no limit).
@@ -39,6 +42,7 @@ class TrainingSettings:
     batch_size: int = field(metadata=at_least(1))
     learning_rate: float = 0.005
     patience: int | None = field(default=None, metadata=at_least(1))
+    min_delta: float = 0.0
     min_epochs: int = field(default=1, metadata=at_least(1))
     max_seconds: float | None = field(default=None, metadata=at_least(1))
     lr_factor: float | None = None
@@ -59,6 +63,11 @@ class TrainingSettings:
             raise ConfigError(
                 f"srl_model.training.min_epochs={settings.min_epochs!r} needs srl_model.training.patience (early "
                 "stopping): without it every epoch runs"
+            )
+        if not 0 <= settings.min_delta < 1:
+            raise ConfigError(
+                f"srl_model.training.min_delta={settings.min_delta!r} must be at least 0 and below 1 (a fraction of "
+                "the best validation loss; 0: any improvement counts)"
             )
         if settings.lr_factor is not None and not 0 < settings.lr_factor < 1:
             raise ConfigError(
@@ -166,7 +175,7 @@ def fit(
 ) -> History:
     """Train ``encoder`` and the losses' heads on ``train_pairs`` (frame indices t of pairs (t, t + 1)); keep the
     encoder weights of the epoch with the lowest validation loss (loaded into ``encoder`` at the end); with
-    ``settings.patience``, stop once that many epochs in a row have not improved on it."""
+    ``settings.patience``, stop once that many epochs in a row have not improved on it (by ``settings.min_delta``)."""
     precision = resolve_precision(settings.precision, data.device.type, "srl_model.training.precision")
     set_precision(encoder, precision)
     set_precision(losses, precision)
@@ -178,6 +187,7 @@ def fit(
     rng = np.random.default_rng(seed)
     rows: list[dict[str, float]] = []
     best: tuple[float, int, dict[str, Any]] | None = None
+    improved: tuple[float, int] | None = None  # the loss and epoch of the last improvement by more than min_delta
     steps = -(-len(train_pairs) // settings.batch_size)
     deadline = None if settings.max_seconds is None else time.monotonic() + settings.max_seconds
     with tqdm(total=settings.epochs * steps, unit="batch", disable=not progress_bar, desc="srl") as bar:
@@ -201,23 +211,25 @@ def fit(
                 scheduler.step(row["val/total"])
             if best is None or row["val/total"] < best[0]:
                 best = (row["val/total"], epoch, copy.deepcopy(encoder.state_dict()))
-            if _out_of_patience(settings, epoch, best[1]):
+            if improved is None or row["val/total"] < improved[0] * (1 - settings.min_delta):
+                improved = (row["val/total"], epoch)
+            if _out_of_patience(settings, epoch, improved[1]):
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 break
-    assert best is not None
+    assert best is not None and improved is not None
     encoder.load_state_dict(best[2])
     set_precision(encoder, "fp32")  # metrics and whitening on fp32 states; RL sets its own (hardware.precision)
-    stopped = _out_of_patience(settings, len(rows), best[1])
+    stopped = _out_of_patience(settings, len(rows), improved[1])
     return History(rows, best[1], stopped_early=stopped)
 
 
-def _out_of_patience(settings: TrainingSettings, epoch: int, best_epoch: int) -> bool:
-    """Whether early stopping ends training after ``epoch``: ``patience`` epochs without improvement, once
-    ``min_epochs`` have run."""
+def _out_of_patience(settings: TrainingSettings, epoch: int, improved_epoch: int) -> bool:
+    """Whether early stopping ends training after ``epoch``: ``patience`` epochs since ``improved_epoch`` (the last
+    improvement by more than ``min_delta``), once ``min_epochs`` have run."""
     if settings.patience is None or epoch < settings.min_epochs:
         return False
-    return epoch - best_epoch >= settings.patience
+    return epoch - improved_epoch >= settings.patience
 
 
 def evaluate(
