@@ -171,3 +171,27 @@ def test_p_column_without_a_baseline_in_the_env() -> None:
     compared = [*rows, Row(Group("CartPole-v1", "stable_baselines3.PPO", "raw_pixels"), 1000, (1.0, 3.0), (0, 1))]
     _, lines = table_cells(compared, "ground_truth")
     assert [line[-1] for line in lines] == ["baseline", "—", "—"]  # PPO's baseline has a row compared with it
+
+
+def test_a_copied_pipeline_dirs_encoders_count_once(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from rlzoo.reporting.media import encoder_folders
+
+    original, copied = tmp_path / "pipe", tmp_path / "copy"
+    for name in ("random-MobileRobot-84d7416d4d76", "srl_splits-MobileRobot-a369c8853927"):
+        (original / "encoders" / name).mkdir(parents=True)
+        (original / "encoders" / name / "encoder.json").write_text("{}")
+    shutil.copytree(original, copied)
+    elsewhere = tmp_path / "other" / "autoencoder-MobileRobot-f15a2a60d1a4"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "encoder.json").write_text("{}")
+    # The copy's runs still name the original's folders (absolute paths), and one encoder outside both.
+    used = [original / "encoders" / "random-MobileRobot-84d7416d4d76", elsewhere]
+    results = [SimpleNamespace(config=OmegaConf.create({"srl_model": {"checkpoint": str(p)}})) for p in used]
+    found = encoder_folders(results, copied)  # type: ignore[arg-type]
+    names = sorted([*(p.name for p in (original / "encoders").iterdir()), elsewhere.name])
+    assert sorted(p.name for p in found) == names  # 3, not 4: the original's random encoder is the copy's
+    assert all(copied.resolve() in p.parents for p in found if p != elsewhere.resolve())

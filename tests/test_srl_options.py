@@ -1,5 +1,5 @@
 """Options of encoder training for small objects: foreground-weighted reconstruction, early stopping (patience,
-min_epochs)."""
+min_epochs, min_delta)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,16 @@ def test_min_epochs_holds_the_patience_back(tmp_path: Path) -> None:
     assert metrics["srl/epochs"] == 5 and metrics["srl/best_epoch"] == 1 and metrics["srl/stopped_early"] == 1
 
 
+def test_min_delta_counts_only_large_cuts_and_keeps_the_lowest_loss(tmp_path: Path) -> None:
+    dataset = make_dataset(tmp_path / "data")
+    patient = ["srl_model.training.epochs=6", "+srl_model.training.patience=2"]
+    plain = make_encoder(tmp_path / "plain", dataset, "supervised", patient)
+    assert plain["srl/epochs"] > 3  # the validation loss falls (by less than 90 % an epoch): patience 2 goes on
+    strict = make_encoder(tmp_path / "strict", dataset, "supervised", [*patient, "srl_model.training.min_delta=0.9"])
+    # No epoch cuts 90 %: patience 2 stops after epoch 3, and the weights kept are the lowest loss's, not epoch 1's.
+    assert strict["srl/epochs"] == 3 and strict["srl/stopped_early"] == 1 and strict["srl/best_epoch"] > 1
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -85,6 +95,8 @@ def test_min_epochs_holds_the_patience_back(tmp_path: Path) -> None:
         ),
         (["srl_model.training.min_epochs=5"], r"min_epochs=5 needs srl_model.training.patience"),
         (["+srl_model.training.patience=2", "srl_model.training.min_epochs=0"], "min_epochs=0 must be ≥ 1"),
+        (["srl_model.training.min_delta=1.5"], r"min_delta=1\.5 must be at least 0 and below 1"),
+        (["srl_model.training.min_delta=-0.1"], r"min_delta=-0\.1 must be at least 0 and below 1"),
     ],
 )
 def test_bad_min_epochs(tmp_path: Path, overrides: list[str], message: str) -> None:

@@ -84,13 +84,16 @@ class EncoderInfo:
 
 
 def encoder_folders(results: Iterable[RunResult], folder: Path) -> list[Path]:
-    """Encoders the runs used (``srl_model.checkpoint``) and any others under ``folder``, each once."""
-    found = {p.parent.resolve() for p in folder.glob(f"**/{ENCODER_METADATA}")}
+    """Encoders the runs used (``srl_model.checkpoint``) and any others under ``folder``, each once.
+
+    Encoder folders are named by their content (method, env, config hash): runs of a copied pipeline dir still name
+    the original's folders, so a folder named as one under ``folder`` is that one, not another encoder."""
+    found = {p.parent.name: p.parent.resolve() for p in sorted(folder.glob(f"**/{ENCODER_METADATA}"))}
     for result in results:
         checkpoint = result.config.srl_model.get("checkpoint")
         if checkpoint and (Path(str(checkpoint)) / ENCODER_METADATA).is_file():
-            found.add(Path(str(checkpoint)).resolve())
-    return sorted(found)
+            found.setdefault(Path(str(checkpoint)).name, Path(str(checkpoint)).resolve())
+    return sorted(found.values())
 
 
 def read_encoder(path: Path) -> EncoderInfo:
