@@ -9,14 +9,17 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from omegaconf import OmegaConf
 
 from extras import require_extra
 from rlzoo.errors import ConfigError
 from rlzoo.report import main
 from rlzoo.reporting.figures import plot_env
+from rlzoo.reporting.media import encoder_folders
 from rlzoo.reporting.page import write_report
 from rlzoo.reporting.wandb_results import log_results
 from rlzoo.results.comparison import compare
@@ -174,12 +177,6 @@ def test_p_column_without_a_baseline_in_the_env() -> None:
 
 
 def test_a_copied_pipeline_dirs_encoders_count_once(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
-    from omegaconf import OmegaConf
-
-    from rlzoo.reporting.media import encoder_folders
-
     original, copied = tmp_path / "pipe", tmp_path / "copy"
     for name in ("random-MobileRobot-84d7416d4d76", "srl_splits-MobileRobot-a369c8853927"):
         (original / "encoders" / name).mkdir(parents=True)

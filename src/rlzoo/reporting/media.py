@@ -91,8 +91,9 @@ def encoder_folders(results: Iterable[RunResult], folder: Path) -> list[Path]:
     found = {p.parent.name: p.parent.resolve() for p in sorted(folder.glob(f"**/{ENCODER_METADATA}"))}
     for result in results:
         checkpoint = result.config.srl_model.get("checkpoint")
-        if checkpoint and (Path(str(checkpoint)) / ENCODER_METADATA).is_file():
-            found.setdefault(Path(str(checkpoint)).name, Path(str(checkpoint)).resolve())
+        used = Path(str(checkpoint)) if checkpoint else None
+        if used is not None and (used / ENCODER_METADATA).is_file():
+            found.setdefault(used.name, used.resolve())
     return sorted(found.values())
 
 

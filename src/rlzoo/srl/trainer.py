@@ -26,9 +26,9 @@ class TrainingSettings:
     """How an encoder is trained (the original's defaults: Adam, lr 0.005, batch 32, 30 epochs).
 
     ``patience``: stop when the validation loss has not improved for this many epochs (None: run every epoch).
-    ``min_delta``: with ``patience``, only an epoch that cuts the validation loss by more than this fraction of the best
-    so far counts as an improvement (Keras's ``min_delta``, relative like ``ReduceLROnPlateau``'s rel threshold); the
-    weights kept are still those of the lowest validation loss.
+    ``min_delta``: with ``patience``, only an epoch that cuts the validation loss by more than this fraction of the last
+    counted best counts as an improvement (Keras's ``min_delta``, relative like ``ReduceLROnPlateau``'s rel
+    threshold); the weights kept are still those of the lowest validation loss.
     ``min_epochs``: the patience cannot stop training before this many epochs have run (Keras's ``start_from_epoch``,
     Lightning's ``min_epochs``): one noisy early epoch cannot end training; the best epoch is still kept.
     ``max_seconds``: stop after the epoch that ends this many wall seconds after training began (None: no limit).
