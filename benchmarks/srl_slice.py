@@ -61,20 +61,21 @@ def run(src: Path, out: Path, extra: list[str]) -> None:
 
 
 def stages(folder: Path) -> dict[str, float]:
-    """CPU seconds per stage: dataset, each encoder, each representation's run (its test episodes apart), the rest."""
+    """CPU seconds per stage: dataset, each encoder, each representation's run (its test episodes apart), the rest.
+    A run's test episodes are logged before the run itself ends, by the same process."""
     sums: dict[str, float] = defaultdict(float)
-    rl_runs = {"total": 0.0}
+    tests: dict[int, float] = defaultdict(float)  # by pid: test episodes not yet given to their run
     for line in (folder / "stages.jsonl").read_text().splitlines():
         record = json.loads(line)
-        stage, name = record["stage"], record["label"]
-        if stage == "rl_run":
-            sums[f"rl {name} (training)"] += record["cpu_s"]
-            rl_runs["total"] += record["cpu_s"]
-        elif stage == "test_episodes":
-            sums[f"rl {name} (training)"] -= record["cpu_s"]
-            sums[f"rl {name} test episodes"] += record["cpu_s"]
+        stage, name, cpu = record["stage"], record["label"], record["cpu_s"]
+        if stage == "test_episodes":
+            tests[record["pid"]] += cpu
+        elif stage == "rl_run":
+            test = tests.pop(record["pid"], 0.0)
+            sums[f"rl {name} (training)"] += cpu - test
+            sums[f"rl {name} test episodes"] += test
         elif stage in ("dataset", "encoder"):
-            sums[f"{stage} {name}".strip()] += record["cpu_s"]
+            sums[f"{stage} {name}".strip()] += cpu
     total = json.loads((folder / "total.json").read_text())
     sums["start-up, planning, table (the rest)"] = total["cpu_s"] - sum(sums.values())
     sums["total"] = total["cpu_s"]

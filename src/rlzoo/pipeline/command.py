@@ -145,12 +145,22 @@ def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:
     from rlzoo.reporting.page import write_report
 
     try:
-        report = plot(PlotSettings(dir=str(spec.runs_dir), out=str(spec.dir / RESULTS)), log=say)
+        settings = PlotSettings(
+            dir=str(spec.runs_dir), out=str(spec.dir / RESULTS), verdict_of=spec.verdict_of, verdict_ci=spec.verdict_ci
+        )
+        report = plot(settings, log=say)
     except ConfigError as error:  # no run has an episode yet (all failed before their first)
         say(f"no table: {error}")
         return
     if spec.report:
-        write_report(spec.dir, spec.dir / "report.html", videos=spec.videos, log=say)
+        write_report(
+            spec.dir,
+            spec.dir / "report.html",
+            videos=spec.videos,
+            verdict_of=spec.verdict_of,
+            verdict_ci=spec.verdict_ci,
+            log=say,
+        )
     if spec.wandb is not None:
         from rlzoo.reporting.wandb_results import log_results
         from rlzoo.results.comparison import compare

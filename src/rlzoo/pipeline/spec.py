@@ -70,6 +70,8 @@ class PipelineSpec:
     wandb: dict[str, Any] | None = None
     encoder_workers: int = 1
     runs_beside_encoders: bool = False
+    verdict_of: str | None = None
+    verdict_ci: float = 0.95
 
     @property
     def runs_dir(self) -> Path:
@@ -175,8 +177,19 @@ def _check_axes(axes: dict[str, list[Any]]) -> None:
                 f"the experiment sweeps {key}={','.join(map(str, unknown))}: not an option of conf/{key} "
                 f"(options: {', '.join(options)})"
             )
+    for key, values in axes.items():
+        repeated = sorted({str(v) for v in values if list(map(str, values)).count(str(v)) > 1})
+        if repeated:
+            raise ConfigError(
+                f"the sweep's {key} axis repeats {', '.join(repeated)} ({key}={values}); allowed: distinct values"
+            )
     empty = [key for key, values in axes.items() if not values]
-    if empty or "srl_model" not in axes:
+    if empty:
+        raise ConfigError(
+            f"the sweep's {empty[0]} axis is empty ({empty[0]}=[]); allowed: one value or more, "
+            f"e.g. pipeline.sweep.{empty[0]}=[0,1,2]"
+        )
+    if "srl_model" not in axes:
         raise ConfigError(
             f"the experiment's sweep needs srl_model and non-empty axes (got {axes}); set hydra.sweeper.params in "
             "conf/experiment/<name>.yaml or pipeline.sweep.<key>=[...]"
@@ -226,12 +239,32 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         wandb=wandb if isinstance(wandb, dict) else None,
         encoder_workers=_encoder_workers(node.get("encoder_workers", 1)),
         runs_beside_encoders=_flag("runs_beside_encoders", node.get("runs_beside_encoders", False)),
+        verdict_of=_verdict_of(node.get("verdict_of"), axes["srl_model"]),
+        verdict_ci=_verdict_ci(node.get("verdict_ci", 0.95)),
     )
 
 
 PIPELINE_KEYS = {
-    "dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers", "runs_beside_encoders"
+    "dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers", "runs_beside_encoders",
+    "verdict_of", "verdict_ci",
 }  # fmt: skip
+
+
+def _verdict_of(value: Any, srl_models: list[Any]) -> str | None:
+    """The representation the table's verdicts compare: null, or an srl_model option (none when the sweep is
+    narrowed to representations without it)."""
+    if value is None:
+        return None
+    options = group_options("srl_model")
+    if str(value) not in options:
+        raise ConfigError(f"pipeline.verdict_of={value!r}: not an option of conf/srl_model ({', '.join(options)})")
+    return str(value) if str(value) in map(str, srl_models) else None
+
+
+def _verdict_ci(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"pipeline.verdict_ci={value!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
+    return float(value)
 
 
 def _flag(key: str, value: Any) -> bool:
