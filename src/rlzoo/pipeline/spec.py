@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
+from rlzoo.pipeline.slurm import slurm_parameters
 
 PIPELINE_CONFIG = "pipeline"
 IDENTITY = "experiment.yaml"
@@ -72,6 +73,7 @@ class PipelineSpec:
     runs_beside_encoders: bool = False
     verdict_of: str | None = None
     verdict_ci: float = 0.95
+    slurm: dict[str, Any] | None = None  # Submitit's parameters of an encoder job (hardware=slurm_*), else None
 
     @property
     def runs_dir(self) -> Path:
@@ -205,6 +207,7 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
     HydraConfig.instance().set_config(cfg)  # lets ${hydra:...} in pipeline.dir resolve
     try:
         node: dict[str, Any] = OmegaConf.to_container(cfg.pipeline, resolve=True)  # type: ignore[assignment]
+        launcher: dict[str, Any] = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)  # type: ignore[assignment]
     finally:
         HydraConfig.instance().cfg = previous
     _check_keys(node)
@@ -241,6 +244,7 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         runs_beside_encoders=_flag("runs_beside_encoders", node.get("runs_beside_encoders", False)),
         verdict_of=_verdict_of(node.get("verdict_of"), axes["srl_model"]),
         verdict_ci=_verdict_ci(node.get("verdict_ci", 0.95)),
+        slurm=slurm_parameters(launcher),
     )
 
 

@@ -194,7 +194,7 @@ def run_steps(
     one torch thread (``action`` must be a module-level function). A lone step left to run still gets its one-thread
     process: torch's thread count changes a network's floats, so a step's result must not depend on how many of its
     neighbours were cached. ``on_done`` is called with each step as soon as it is done."""
-    todo = [step for step in steps if _announced(step, log)]
+    todo = [step for step in steps if announced(step, log)]
     if workers == 1 or not todo:
         for step in todo:
             action(step.config)
@@ -210,7 +210,7 @@ def run_steps(
             on_done(futures[future])
 
 
-def _announced(step: Step, log: Callable[[str], None]) -> bool:
+def announced(step: Step, log: Callable[[str], None]) -> bool:
     """Whether ``step`` is to run (not cached); say which."""
     if not step.prepare():
         log(f"{step.kind} {step.label}: cached ({step.folder})")
