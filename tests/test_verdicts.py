@@ -77,6 +77,11 @@ def test_verdict_rule(ci: tuple[float, float], expected: str) -> None:
     assert verdict(ci, 10) == expected
 
 
+def test_no_verdict_from_fewer_than_five_seeds() -> None:
+    assert verdict((0.56, 1.0), 3) == "not resolved at 3 seeds"
+    assert verdict((0.56, 1.0), 5) == ABOVE
+
+
 def test_a_reference_that_no_run_has_is_refused(tmp_path: Path) -> None:
     make_run(tmp_path / "run", [[10.0] * 10], [[5] * 10])
     with pytest.raises(ConfigError, match=r"verdict_of='srl_split' is no srl_model of the runs \(ground_truth\)"):

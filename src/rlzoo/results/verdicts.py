@@ -5,7 +5,9 @@ For a reference row R and another row X with the same env, budget and algorithm,
 P(R > X) (rliable: the chance that a seed of R scores above a seed of X, ties counting half) is estimated with its
 stratified bootstrap CI, once per score: the last-100 training return, the greedy test return and the sampled test
 return. The verdict follows the CI alone: **above** when its lower end is above 0.5, **below** when its upper end is
-below 0.5, and **not resolved at N seeds** when it contains 0.5 (N: the smaller seed count of the two rows).
+below 0.5, and **not resolved at N seeds** when it contains 0.5 (N: the smaller seed count of the two rows), or when
+either row has fewer than :data:`MIN_SEEDS` seeds: a bootstrap over 3 seeds resamples too few values for its interval
+to mean anything (srl_splits against random features at 3 seeds gives [0.56, 1.00]), so no verdict comes from it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from rlzoo.errors import ConfigError
 
 ABOVE, BELOW = "above", "below"
+MIN_SEEDS = 5  # fewer seeds on either side: never a verdict
 SCORES = ("train", "greedy test", "sampled test")
 CSV_HEADER = tuple(
     f"{prefix}_{score.replace(' ', '_')}" for score in SCORES for prefix in ("p_of", "p_of_ci_low", "p_of_ci_high")
@@ -44,6 +47,8 @@ def verdict(ci: tuple[float, float], seeds: int) -> str:
     low, high = ci
     if math.isnan(low) or math.isnan(high):
         return ""
+    if seeds < MIN_SEEDS:
+        return unresolved(seeds)
     if low > 0.5:
         return ABOVE
     if high < 0.5:
