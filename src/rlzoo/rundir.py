@@ -17,6 +17,7 @@ A run directory holds::
     resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
     error.txt              the error of a sweep job that failed
     models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
+    models.json            a multi-agent run's steps trained, written once every learner's final model is saved
     returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
     test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
     metrics.json           summary; written last, so its presence means the run finished
@@ -32,7 +33,7 @@ import shutil
 import stat
 import tempfile
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -67,6 +68,7 @@ ENJOY = "enjoy"
 BEST = "best"  # keep-best evaluation: best/model.zip (+ obs_norm.npz)
 EVALUATIONS = "evaluations.csv"
 LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
+LEARNERS_STATE = "models.json"  # multi-agent runs: written once every learner's final model is saved
 AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
 LOCK = ".lock"
@@ -119,6 +121,23 @@ def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | No
         raise
     if normalizer is not None:
         save_obs_norm(folder / OBS_NORM, normalizer)
+
+
+def save_models(
+    folder: Path, models: BaseAlgorithm | Mapping[str, BaseAlgorithm], normalizer: VecNormalize | None
+) -> None:
+    """Save one model into ``folder``, or (a mapping: a multi-agent run's learners) each into
+    ``folder/models/<name>/``."""
+    if isinstance(models, Mapping):
+        for name, model in models.items():
+            save_model(folder / LEARNERS / name, model, normalizer)
+    else:
+        save_model(folder, models, normalizer)
+
+
+def has_model(folder: Path) -> bool:
+    """``folder`` holds a saved model: ``model.zip``, or a multi-agent run's ``models/<learner>/model.zip``."""
+    return (folder / MODEL).is_file() or any((folder / LEARNERS).glob(f"*/{MODEL}"))
 
 
 class RunDirInUse(ConfigError):
@@ -225,8 +244,32 @@ class RunDir:
         """Complete checkpoint folders, oldest first."""
         if not self.checkpoints_dir.is_dir():
             return []
-        folders = [p for p in self.checkpoints_dir.iterdir() if p.name.isdigit() and (p / MODEL).is_file()]
+        folders = [p for p in self.checkpoints_dir.iterdir() if p.name.isdigit() and has_model(p)]
         return sorted(folders, key=lambda p: int(p.name))
+
+    def trained(self) -> bool:
+        """Training ended here: the final model is saved (a multi-agent run: ``models.json``, written once
+        every learner's model is in place)."""
+        return self.model.is_file() or (self.path / LEARNERS_STATE).is_file()
+
+    def log_files(self) -> list[Path]:
+        """Every log a run appends to while it trains (what a resume cuts back): monitor files, returns100 (a
+        multi-agent run's per agent too), progress.csv (per learner too) and evaluations.csv."""
+        learners = sorted((self.path / LEARNERS).glob(f"*/{PROGRESS}"))
+        agents = list(self.agent_returns100_files().values())
+        return [*self.monitor_files(), self.returns100, *agents, self.progress, *learners, self.evaluations]
+
+    def save_final(self, models: Mapping[str, BaseAlgorithm], state: dict[str, Any]) -> None:
+        """Save a multi-agent run's final learners (beside the logs already in ``models/<name>/``), then ``state``
+        (``models.json``: the steps trained), which marks the run trained (:meth:`trained`)."""
+        for name, model in models.items():
+            save_model(self.learner_dir(name), model, None)
+        atomic_write_text(self.path / LEARNERS_STATE, json.dumps(state) + "\n")
+
+    def final_state(self) -> dict[str, Any]:
+        """What :meth:`save_final` recorded beside a multi-agent run's final models (empty otherwise)."""
+        path = self.path / LEARNERS_STATE
+        return dict(json.loads(path.read_text())) if path.is_file() else {}
 
     def is_finished(self) -> bool:
         return self.metrics.is_file()
@@ -267,16 +310,21 @@ class RunDir:
         atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
 
     def save_checkpoint(
-        self, steps: int, model: BaseAlgorithm, normalizer: VecNormalize | None, state: dict[str, Any] | None = None
+        self,
+        steps: int,
+        model: BaseAlgorithm | Mapping[str, BaseAlgorithm],
+        normalizer: VecNormalize | None,
+        state: dict[str, Any] | None = None,
     ) -> Path:
-        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state)."""
+        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state;
+        ``model`` a mapping: a multi-agent run's learners, each in ``models/<name>/``)."""
         final = self.checkpoint(steps)
         self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
         # mkdtemp makes an owner-only folder: give it the mode of the folders around it (the user's umask)
         staging.chmod(stat.S_IMODE(self.checkpoints_dir.stat().st_mode))
         try:
-            save_model(staging, model, normalizer)
+            save_models(staging, model, normalizer)
             if state is not None:
                 (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
             if final.exists():

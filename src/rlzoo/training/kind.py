@@ -1,0 +1,121 @@
+"""The kinds of run behind the one run skeleton (:func:`rlzoo.training.run.run`): what a kind plans and builds, and
+the run keys it honours.
+
+A kind (single-agent, multi-agent) is a :class:`RunKind`: it plans a run (:class:`KindPlan`), builds its learners
+and envs (:class:`Learning`) and says which run keys of ``conf/train.yaml`` it honours. The skeleton does the rest
+once for every kind: the run dir's claim and lock, the write-fault guard, loggers and W&B, checkpoints, time budget,
+resume and the metrics file. A run key a kind does not honour is refused before anything is written
+(:func:`refuse_unhonoured`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from omegaconf import DictConfig
+
+from rlzoo.config import resolved_values
+from rlzoo.errors import ConfigError
+from rlzoo.hardware import Hardware
+from rlzoo.rundir import RunDir
+from rlzoo.training.settings import RunSettings
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    from rlzoo.training.budget import RunClock
+    from rlzoo.training.context import RunContext
+    from rlzoo.training.plan import LogPlan
+    from rlzoo.training.resume import ResumePoint
+
+# Every run key of conf/train.yaml (RunSettings' fields), in the file's order.
+RUN_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunSettings))
+
+
+class KindPlan(Protocol):
+    """What the skeleton reads of any kind's plan (every input checked once it exists)."""
+
+    @property
+    def config(self) -> DictConfig: ...  # the resolved config to record in config.yaml
+    @property
+    def settings(self) -> RunSettings: ...
+    @property
+    def hardware(self) -> Hardware: ...
+    @property
+    def logging(self) -> LogPlan: ...
+    @property
+    def resume_point(self) -> ResumePoint | None: ...
+    @property
+    def run(self) -> RunDir: ...
+    @property
+    def seed(self) -> int: ...
+
+
+class Learning(Protocol):
+    """A kind's learners on their envs, built (nothing written yet): the skeleton claims the run dir, then learns,
+    saves and tests through this."""
+
+    @property
+    def models(self) -> Mapping[str, BaseAlgorithm]:
+        """The models to log and save, by learner name ("": the run's one model, in the run dir itself)."""
+        ...
+
+    @property
+    def timesteps(self) -> int:
+        """Agent steps trained so far (a resumed run's included)."""
+        ...
+
+    def open_logs(self) -> None:
+        """Open the kind's own log files in the claimed run dir (monitor files ...)."""
+
+    def learn(self, clock: RunClock) -> dict[str, float]:
+        """Train within the run's budget, checkpointing as the settings say; return extra metrics (``eval/``)."""
+        ...
+
+    def save(self) -> None:
+        """Save the final model(s) into the run dir."""
+
+    def test(self) -> dict[str, float]:
+        """Play the test episodes (learning off), write their returns and return the ``test/`` metrics."""
+        ...
+
+
+class RunKind(Protocol):
+    """One kind of run: its name (in messages), the run keys it honours, its plan and its build."""
+
+    name: str
+    honoured: frozenset[str]
+    fixed: Mapping[str, Any]  # run keys the kind decides itself, with the value it uses (accepted when set so)
+    why: Mapping[str, str]  # why a key is not honoured, for the refusal's line
+
+    def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> KindPlan: ...
+
+    def build(self, plan: Any, context: RunContext) -> Learning: ...
+
+
+def user_set_keys(values: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """The run keys the user set: named on the command line, or holding another value than ``RunSettings``' default
+    (the defaults of ``conf/train.yaml``)."""
+    typed = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    found = {}
+    for f in dataclasses.fields(RunSettings):
+        if f.name not in values:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if f.name in typed or (f.default is not dataclasses.MISSING and values[f.name] != default):
+            found[f.name] = values[f.name]
+    return found
+
+
+def refuse_unhonoured(kind: RunKind, cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """Refuse, in one line naming the key and the kind, a run key the user set that ``kind`` does not honour (a key
+    the kind decides itself is accepted at the value it uses)."""
+    values = resolved_values(cfg)
+    for key, value in user_set_keys(values, overrides).items():
+        if key in kind.honoured or (key in kind.fixed and kind.fixed[key] == value):
+            continue
+        allowed = f"allowed: {key}={kind.fixed[key]}" if key in kind.fixed else f"leave {key} at its default"
+        reason = kind.why.get(key, f"{kind.name} runs do not use it")
+        raise ConfigError(f"{key}={value!r} is not honoured by {kind.name} runs ({reason}); {allowed}")
