@@ -26,8 +26,8 @@ from rlzoo.rundir import LEARNERS, MODEL
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
-from rlzoo.training.context import RunContext
 from rlzoo.training.episodes import return_statistics
+from rlzoo.training.kind import Resources
 
 HONOURED = frozenset(
     {"run_dir", "seed", "total_timesteps", "total_episodes", "max_train_seconds", "checkpoint_freq", "test_episodes",
@@ -60,7 +60,7 @@ class MultiAgent:
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> MultiagentPlan:
         return plan_multiagent(cfg, list(overrides), run_dir_state=True)
 
-    def build(self, plan: MultiagentPlan, context: RunContext) -> MultiagentLearning:
+    def build(self, plan: MultiagentPlan, context: Resources) -> MultiagentLearning:
         """The env and the team (learners resumed from the resume point): nothing written."""
         env = plan.spec.make()
         context.on_exit(env.close)

@@ -11,7 +11,7 @@ resume and the metrics file. A run key a kind does not honour is refused before 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from omegaconf import DictConfig
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
     from rlzoo.training.budget import RunClock
-    from rlzoo.training.context import RunContext
     from rlzoo.training.plan import LogPlan
     from rlzoo.training.resume import ResumePoint
 
@@ -82,6 +81,16 @@ class Learning(Protocol):
         ...
 
 
+class Resources(Protocol):
+    """What a kind's build may use of the run's context (:class:`rlzoo.training.context.RunContext`)."""
+
+    @property
+    def clock(self) -> RunClock: ...
+
+    def on_exit(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Call ``callback(*args)`` when the run ends (envs to close ...)."""
+
+
 class RunKind(Protocol):
     """One kind of run: its name (in messages), the run keys it honours, its plan and its build."""
 
@@ -92,7 +101,7 @@ class RunKind(Protocol):
 
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> KindPlan: ...
 
-    def build(self, plan: Any, context: RunContext) -> Learning: ...
+    def build(self, plan: Any, context: Resources) -> Learning: ...
 
 
 def user_set_keys(values: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """The one run skeleton: what ``python -m rlzoo.train`` (and ``rlzoo.train.train``) does with a composed config,
 for every kind of run (:mod:`rlzoo.training.kind`).
 
-plan (every input checked, nothing written) → refuse the run keys the kind does not honour → learners and envs → run dir (fresh, or cut
-back to its resume point), loggers and W&B → learn (checkpoints, time budget) → save → test episodes → metrics,
-``metrics.json`` last.
+plan (every input checked, nothing written) → refuse the run keys the kind does not honour → learners and envs →
+run dir (fresh, or cut back to its resume point), loggers and W&B → learn (checkpoints, time budget) → save → test
+episodes → metrics, ``metrics.json`` last.
 """
 
 from __future__ import annotations

@@ -18,11 +18,10 @@ from rlzoo.rundir import BEST, save_model
 from rlzoo.training.budget import RunClock, episodes_logged, learn
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.callbacks import Checkpoint, Returns100
-from rlzoo.training.context import RunContext
 from rlzoo.training.episodes import play_episodes, summarize
 from rlzoo.training.faults import building
 from rlzoo.training.keep_best import KeepBest, load_best
-from rlzoo.training.kind import RUN_KEYS
+from rlzoo.training.kind import RUN_KEYS, Resources
 from rlzoo.training.monitor import PerEnvMonitor
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
@@ -50,7 +49,7 @@ class SingleAgent:
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> RunPlan:
         return plan_run(cfg, overrides)
 
-    def build(self, plan: RunPlan, context: RunContext) -> SingleAgentLearning:
+    def build(self, plan: RunPlan, context: Resources) -> SingleAgentLearning:
         """The training envs (monitored, normalised) and the model (fresh, resumed or fine-tuned): nothing written;
         an error building the model is one line."""
         build = RunBuilder(plan)
@@ -70,7 +69,7 @@ class SingleAgentLearning:
     def __init__(
         self,
         build: RunBuilder,
-        context: RunContext,
+        context: Resources,
         monitor: PerEnvMonitor,
         normalizer: VecNormalize | None,
         model: BaseAlgorithm,
