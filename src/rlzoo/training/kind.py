@@ -104,25 +104,28 @@ class RunKind(Protocol):
     def build(self, plan: Any, context: Resources) -> Learning: ...
 
 
-def user_set_keys(values: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """The run keys the user set: named on the command line, or holding another value than ``RunSettings``' default
-    (the defaults of ``conf/train.yaml``)."""
-    typed = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+def user_set_keys(values: dict[str, Any], typed: dict[str, Any]) -> dict[str, Any]:
+    """The run keys the user set: those ``typed`` on the command line (with their typed values), and those of the
+    run's ``values`` that differ from ``RunSettings``' defaults (the defaults of ``conf/train.yaml``)."""
     found = {}
     for f in dataclasses.fields(RunSettings):
-        if f.name not in values:
-            continue
-        default = f.default if f.default is not dataclasses.MISSING else None
-        if f.name in typed or (f.default is not dataclasses.MISSING and values[f.name] != default):
+        if f.name in typed:
+            found[f.name] = typed[f.name]
+        elif f.name in values and f.default is not dataclasses.MISSING and values[f.name] != f.default:
             found[f.name] = values[f.name]
     return found
 
 
-def refuse_unhonoured(kind: RunKind, cfg: DictConfig, overrides: Sequence[str]) -> None:
+def refuse_unhonoured(kind: RunKind, config: DictConfig, composed: DictConfig, overrides: Sequence[str]) -> None:
     """Refuse, in one line naming the key and the kind, a run key the user set that ``kind`` does not honour (a key
-    the kind decides itself is accepted at the value it uses)."""
-    values = resolved_values(cfg)
-    for key, value in user_set_keys(values, overrides).items():
+    the kind decides itself is accepted at the value it uses).
+
+    :param config: the run's resolved config (its plan's: a resumed run's saved one).
+    :param composed: the config composed from the command line, whose ``overrides`` give the typed values.
+    """
+    names = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    typed = {name: composed.get(name) for name in names if name in RUN_KEYS and name in composed}
+    for key, value in user_set_keys(resolved_values(config), typed).items():
         if key in kind.honoured or (key in kind.fixed and kind.fixed[key] == value):
             continue
         allowed = f"allowed: {key}={kind.fixed[key]}" if key in kind.fixed else f"leave {key} at its default"

@@ -26,7 +26,7 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         run keys they name count as set by the user).
     """
     plan = kind.plan(cfg, overrides)  # every input checked; nothing written, nothing heavy built
-    refuse_unhonoured(kind, cfg, overrides)
+    refuse_unhonoured(kind, plan.config, cfg, overrides)
     with RunContext(plan) as context:
         set_random_seed(plan.seed)
         learning = kind.build(plan, context)
