@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rlzoo.training.plan import LogPlan
     from rlzoo.training.resume import ResumePoint
 
-# Every run key of conf/train.yaml (RunSettings' fields), in the file's order.
+# Every run key of conf/train.yaml (RunSettings' fields).
 RUN_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunSettings))
 
 
