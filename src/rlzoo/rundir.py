@@ -65,7 +65,12 @@ CHECKPOINT_STATE = "state.json"
 RESUMES = "resumes.csv"
 ERROR = "error.txt"
 ENJOY = "enjoy"
-BEST = "best"  # keep-best evaluation: best/model.zip (+ obs_norm.npz)
+# The checkpoint vocabulary (``checkpoint=``, ``init_from=<run dir>:``, ``load_agent(checkpoint=)``, the report), one
+# meaning each: see RunDir.find_model.
+FINAL = "final"  # the model saved when training ended (model.zip)
+LATEST = "latest"  # the model written last: the final one when training ended, else the newest checkpoint
+BEST = "best"  # keep-best evaluation's best evaluated model: best/model.zip (+ obs_norm.npz)
+CHECKPOINT_CHOICES = f"{FINAL}, {LATEST}, {BEST} or the steps of a checkpoint"
 EVALUATIONS = "evaluations.csv"
 LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
 LEARNERS_STATE = "models.json"  # multi-agent runs: written once every learner's final model is saved
@@ -196,6 +201,47 @@ class RunDir:
                 "with keep-best evaluation (eval_freq > 0) keep one; allowed: final, latest or a checkpoint's steps"
             )
         return self.best_dir
+
+    def available_models(self) -> str:
+        """The models this run has, in the checkpoint vocabulary (``final, 64, 128``), for messages."""
+        names = ([FINAL] if self.model.is_file() else []) + [folder.name for folder in self.checkpoints()]
+        return ", ".join(names) if names else f"none (no {MODEL} and no checkpoints/ yet)"
+
+    def find_model(self, checkpoint: int | str | None = FINAL, choose: str = "checkpoint=") -> tuple[Path, int | None]:
+        """The folder holding the model (``model.zip`` + ``obs_norm.npz``) that ``checkpoint`` names, and its steps
+        (None for the final and the best model).
+
+        :param checkpoint: :data:`FINAL` (or None), :data:`LATEST`, :data:`BEST`, or the steps of a checkpoint (an
+            int or a digit string).
+        :param choose: how the caller's user names a checkpoint (``checkpoint=``, ``init_from=<run dir>:``), for the
+            hint of the message.
+        :raise ConfigError: an unknown name, or a model the run does not have (one line listing those it has).
+        """
+        if checkpoint == BEST:
+            return self.best_model_folder(), None
+        if checkpoint is None or checkpoint == FINAL:
+            if not self.model.is_file():
+                raise ConfigError(
+                    f"run {self.path} has no final {MODEL} (still training, or stopped early); available: "
+                    f"{self.available_models()}; choose one with {choose}<steps> or {choose}{LATEST}"
+                )
+            return self.path, None
+        if checkpoint == LATEST:
+            if self.model.is_file():
+                return self.path, None
+            checkpoints = self.checkpoints()
+            if not checkpoints:
+                raise ConfigError(f"run {self.path} has no model yet: no {MODEL} and no complete checkpoints/")
+            return checkpoints[-1], int(checkpoints[-1].name)
+        if isinstance(checkpoint, str) and checkpoint.isdigit():
+            checkpoint = int(checkpoint)
+        if isinstance(checkpoint, bool) or not isinstance(checkpoint, int):
+            raise ConfigError(f"{choose}{checkpoint!r}; allowed: {CHECKPOINT_CHOICES}")
+        if not has_model(self.checkpoint(checkpoint)):
+            raise ConfigError(
+                f"{choose}{checkpoint} not found in run {self.path}; available: {self.available_models()}"
+            )
+        return self.checkpoint(checkpoint), checkpoint
 
     @property
     def enjoy_dir(self) -> Path:
