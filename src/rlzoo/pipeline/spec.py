@@ -56,6 +56,7 @@ class PipelineSpec:
     :param collect: overrides of ``python -m rlzoo.collect`` for each env's dataset (``pipeline.collect``).
     :param srl_train: overrides of ``python -m rlzoo.srl.train`` for every encoder (``pipeline.srl_train``).
     :param srl_model: per representation, ``srl_model.*`` overrides of its encoder and its RL runs.
+    :param typed: the ``pipeline.*`` keys the command line set (the experiment's own are not among them).
     """
 
     experiment: str
@@ -70,6 +71,7 @@ class PipelineSpec:
     wandb: dict[str, Any] | None = None
     encoder_workers: int = 1
     runs_beside_encoders: bool = False
+    typed: tuple[str, ...] = ()
 
     @property
     def runs_dir(self) -> Path:
@@ -226,6 +228,7 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         wandb=wandb if isinstance(wandb, dict) else None,
         encoder_workers=_encoder_workers(node.get("encoder_workers", 1)),
         runs_beside_encoders=_flag("runs_beside_encoders", node.get("runs_beside_encoders", False)),
+        typed=tuple(_key(o) for o in overrides if _key(o).startswith("pipeline.")),
     )
 
 
