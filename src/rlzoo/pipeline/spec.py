@@ -110,7 +110,7 @@ class PipelineSpec:
             ours, theirs = self.identity(), OmegaConf.to_container(OmegaConf.load(record))
             assert isinstance(theirs, dict)
             if theirs.get("experiment_files") == content_key(self.experiment_files()):
-                ours["experiment_files"] = theirs["experiment_files"]  # recorded before session 23: the files' text
+                ours["experiment_files"] = theirs["experiment_files"]  # an older record: the files' text
             differences = [f"{k}: {theirs.get(k)!r} there, {v!r} now" for k, v in ours.items() if theirs.get(k) != v]
             if differences:
                 raise ConfigError(
@@ -123,8 +123,8 @@ class PipelineSpec:
             )
 
     def claim_dir(self) -> None:
-        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (before
-        session 23) is rewritten with their content, so that a comment changed later keeps the cache."""
+        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (an older
+        record's form) is rewritten with their content, so that a comment changed later keeps the cache."""
         self.check_dir()
         record, text = self.dir / IDENTITY, OmegaConf.to_yaml(OmegaConf.create(self.identity()))
         if not record.is_file() or record.read_text() != text:
