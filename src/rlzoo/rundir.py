@@ -26,7 +26,6 @@ A run directory holds::
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -34,7 +33,7 @@ import stat
 import tempfile
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +43,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.files import atomic_path, atomic_write_text
+from rlzoo.files import atomic_path, atomic_write_text, locked
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -343,10 +342,18 @@ class RunDir:
         """Hold this run dir for one process (made if missing): a second process that would write here while the
         first trains is refused with one line naming the first's pid, whatever it would have written. The lock is
         the kernel's (``flock``), so a killed process frees it; on a file system without locks, runs are unguarded."""
-        self.path.mkdir(parents=True, exist_ok=True)
         lock_path = self.path / LOCK
-        with lock_path.open("a+") as lock_file:
-            _hold(lock_file, self.path)
+        held = ExitStack()
+        try:
+            lock_file = held.enter_context(locked(lock_path, wait=False))
+        except BlockingIOError:
+            holder = lock_path.read_text().strip() if lock_path.is_file() else ""
+            raise RunDirInUse(
+                f"run_dir {self.path} is in use: another rlzoo process (pid {holder or 'unknown'}) is training there; "
+                "wait for it to end, or choose another run_dir"
+            ) from None
+        with held:
+            _write_pid(lock_file)
             try:
                 yield
             finally:
@@ -434,20 +441,8 @@ def error_line(text: str) -> str:
     return lines[start] if start < len(lines) else (lines[-1] if lines else "")
 
 
-def _hold(lock_file: IO[str], run_dir: Path) -> None:
-    """Take ``lock_file``'s exclusive lock and write this pid in it (nothing to take where the file system has no
-    locks)."""
-    try:
-        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock_file.seek(0)
-        holder = lock_file.read().strip() or "unknown"
-        raise RunDirInUse(
-            f"run_dir {run_dir} is in use: another rlzoo process (pid {holder}) is training there; "
-            "wait for it to end, or choose another run_dir"
-        ) from None
-    except OSError:  # some network or FUSE mounts: no locks to take
-        return
+def _write_pid(lock_file: IO[str]) -> None:
+    """Write this pid into the held lock file (for the message of a process refused the run dir)."""
     try:  # the pid is for the message only: a full disk fails at the run's first real write, in one line
         lock_file.truncate(0)
         lock_file.write(str(os.getpid()))
