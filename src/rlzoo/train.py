@@ -46,13 +46,13 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
 
 def run_kind(cfg: DictConfig) -> RunKind:
     """The kind of run ``cfg`` asks for (``resume=<run dir>``: the saved run's): multi-agent with a ``multiagent``
-    layout or a PettingZoo env, else single-agent."""
+    layout or a PettingZoo env (``env=pettingzoo``: its group has the ``api`` key), else single-agent. Only a
+    multi-agent run imports :mod:`rlzoo.multiagent`."""
     source = cfg
     if cfg.get("resume") and RunDir(Path(str(cfg.resume))).is_run():
         source = RunDir(Path(str(cfg.resume))).read_config()
-    from rlzoo.multiagent.plan import is_pettingzoo
-
-    if source.get("multiagent") is not None or is_pettingzoo(source):
+    env = source.get("env")
+    if source.get("multiagent") is not None or (isinstance(env, DictConfig) and "api" in env):
         from rlzoo.multiagent.kind import MultiAgent
 
         return MultiAgent()
@@ -65,8 +65,6 @@ def console_figures(metrics: dict[str, float]) -> str:
     """The figures of a finished run on its console line: mean test return, success rate (envs that report success),
     the sampled-action test (sampled_test=true), the best evaluation (keep-best), and each agent's figures
     (multi-agent runs)."""
-    from rlzoo.multiagent.episodes import agent_figures
-
     parts = [f"mean test return {metrics.get('test/mean_return', float('nan')):.2f}"]
     if "test/success_rate" in metrics:
         parts.append(f"success rate {metrics['test/success_rate']:.0%}")
@@ -74,7 +72,11 @@ def console_figures(metrics: dict[str, float]) -> str:
         parts.append(f"sampled actions {metrics['test_sampled/mean_return']:.2f}")
     if "eval/best_return" in metrics:
         parts.append(f"best evaluation {metrics['eval/best_return']:.2f} at {int(metrics['eval/best_steps'])} steps")
-    return ", ".join(parts + agent_figures(metrics))
+    if any(key.startswith("test/") and key.count("/") == 2 for key in metrics):  # a multi-agent run's per-agent keys
+        from rlzoo.multiagent.episodes import agent_figures
+
+        parts += agent_figures(metrics)
+    return ", ".join(parts)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")

@@ -70,12 +70,6 @@ class MultiagentPlan:
         return tuple(key for keys in self.learners.values() for key in keys)
 
 
-def is_pettingzoo(cfg: DictConfig) -> bool:
-    """The config's env is a PettingZoo env (``env=pettingzoo``: its group has the ``api`` key)."""
-    env = cfg.get("env")
-    return isinstance(env, DictConfig) and "api" in env
-
-
 def plan_multiagent(
     cfg: DictConfig, overrides: tuple[str, ...] | list[str] = (), *, run_dir_state: bool = False
 ) -> MultiagentPlan:
