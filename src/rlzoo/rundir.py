@@ -37,22 +37,29 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.files import atomic_path, atomic_write_text, locked
+from rlzoo.files import atomic_write_text, locked
+from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
+    LEARNERS,
+    MODEL,
+    OBS_NORM,
+    ObsNorm,
+    has_model,
+    load_obs_norm,
+    save_model,
+    save_models,
+    save_obs_norm,
+)
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
     from stable_baselines3.common.vec_env import VecNormalize
 
 CONFIG = "config.yaml"
-MODEL = "model.zip"
-OBS_NORM = "obs_norm.npz"
 METRICS = "metrics.json"
 TEST_RETURNS = "test_returns.csv"
 SAMPLED_TEST_RETURNS = "test_returns_sampled.csv"
@@ -71,77 +78,10 @@ LATEST = "latest"  # the model written last: the final one when training ended, 
 BEST = "best"  # keep-best evaluation's best evaluated model: best/model.zip (+ obs_norm.npz)
 CHECKPOINT_CHOICES = f"{FINAL}, {LATEST}, {BEST} or the steps of a checkpoint"
 EVALUATIONS = "evaluations.csv"
-LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
 LEARNERS_STATE = "models.json"  # multi-agent runs: written once every learner's final model is saved
 AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
 LOCK = ".lock"
-
-
-def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
-    """Save observation statistics as plain arrays (no pickle), atomically."""
-    rms = normalizer.obs_rms
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
-
-    assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
-    with atomic_path(path) as tmp, tmp.open("wb") as stream:
-        np.savez(
-            stream,
-            mean=rms.mean,
-            var=rms.var,
-            count=np.asarray(rms.count),
-            clip_obs=np.asarray(normalizer.clip_obs),
-            epsilon=np.asarray(normalizer.epsilon),
-        )
-
-
-class ObsNorm(NamedTuple):
-    """Observation-normalisation statistics as :func:`save_obs_norm` writes them."""
-
-    rms: RunningMeanStd
-    clip_obs: float
-    epsilon: float
-
-
-def load_obs_norm(path: Path) -> ObsNorm:
-    """Read statistics written by :func:`save_obs_norm` (plain arrays, no pickle)."""
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
-
-    with np.load(path, allow_pickle=False) as data:
-        rms = RunningMeanStd(shape=data["mean"].shape)
-        rms.mean = data["mean"].astype(np.float64)
-        rms.var = data["var"].astype(np.float64)
-        rms.count = float(data["count"])
-        return ObsNorm(rms, float(data["clip_obs"]), float(data["epsilon"]))
-
-
-def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
-    """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
-    try:
-        with atomic_path(folder / MODEL) as tmp:
-            model.save(tmp)
-    except OSError as error:  # a full disk ...: name the file (torch's writes carry no file name)
-        error.filename = error.filename or str(folder / MODEL)
-        raise
-    if normalizer is not None:
-        save_obs_norm(folder / OBS_NORM, normalizer)
-
-
-def save_models(
-    folder: Path, models: BaseAlgorithm | Mapping[str, BaseAlgorithm], normalizer: VecNormalize | None
-) -> None:
-    """Save one model into ``folder``, or (a mapping: a multi-agent run's learners) each into
-    ``folder/models/<name>/``."""
-    if isinstance(models, Mapping):
-        for name, model in models.items():
-            save_model(folder / LEARNERS / name, model, normalizer)
-    else:
-        save_model(folder, models, normalizer)
-
-
-def has_model(folder: Path) -> bool:
-    """``folder`` holds a saved model: ``model.zip``, or a multi-agent run's ``models/<learner>/model.zip``."""
-    return (folder / MODEL).is_file() or any((folder / LEARNERS).glob(f"*/{MODEL}"))
 
 
 class RunDirInUse(ConfigError):
