@@ -3,9 +3,10 @@ the run keys it honours.
 
 A kind (single-agent, multi-agent) is a :class:`RunKind`: it plans a run (:class:`KindPlan`), builds its learners
 and envs (:class:`Learning`) and says which run keys of ``conf/train.yaml`` it honours. The skeleton does the rest
-once for every kind: the run dir's claim and lock, the write-fault guard, loggers and W&B, checkpoints, time budget,
-resume and the metrics file. A run key a kind does not honour is refused before anything is written
-(:func:`refuse_unhonoured`).
+once for every kind: the run dir's claim and lock (fresh, or cut back to the resume point), the write-fault guard,
+loggers and W&B, the run clock and the metrics file. A kind's learning uses the shared writers: the returns100 curve
+and checkpoints with their resume state (:mod:`rlzoo.training.callbacks`). A run key a kind does not honour is refused
+before anything is written (:func:`refuse_unhonoured`).
 """
 
 from __future__ import annotations
