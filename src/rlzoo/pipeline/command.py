@@ -13,10 +13,12 @@ only what is missing and says so per step. Every input is checked before the fir
 from __future__ import annotations
 
 import queue
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -206,5 +208,24 @@ def main(cfg: DictConfig) -> None:
         )
 
 
-if __name__ == "__main__":
+def usage() -> str:
+    """What ``--help`` prints without an experiment (the pipeline's config needs one to compose)."""
+    experiments = sorted(path.stem for path in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
+    return (
+        "python -m rlzoo.pipeline experiment=<name> [overrides]   (docs/pipeline.md; with experiment=<name>, --help "
+        "shows its config)\n\n"
+        f"{(__doc__ or '').strip()}\n\nexperiments: {', '.join(experiments)}\n"
+    )
+
+
+def cli(argv: list[str] | None = None) -> None:
+    """The command: ``--help`` without an experiment prints :func:`usage`; anything else goes to Hydra's main."""
+    args = sys.argv[1:] if argv is None else argv
+    if {"--help", "-h"} & set(args) and not any(arg.startswith("experiment=") for arg in args):
+        print(usage())
+        return
     main()
+
+
+if __name__ == "__main__":
+    cli()

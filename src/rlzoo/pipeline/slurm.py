@@ -12,14 +12,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from omegaconf import DictConfig, open_dict
 
 from rlzoo.errors import RunFailure
 
-if TYPE_CHECKING:
-    from rlzoo.pipeline.steps import Step
+
+class Step(Protocol):
+    """What a job needs of a pipeline step (:class:`rlzoo.pipeline.steps.Step`)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def config(self) -> DictConfig: ...
+
+
+S = TypeVar("S", bound=Step)
 
 SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
 FOLDER = Path(".submitit") / "encoders"
@@ -48,11 +61,11 @@ def train_step(config: DictConfig) -> dict[str, float]:
 
 
 def run_steps_on_slurm(
-    steps: Sequence[Step],
+    steps: Sequence[S],
     params: dict[str, Any],
     folder: Path,
     log: Callable[[str], None],
-    on_done: Callable[[Step], None] = lambda step: None,
+    on_done: Callable[[S], None] = lambda step: None,
 ) -> None:
     """Submit each of ``steps`` (those that are not cached) as a Slurm job, then wait; ``on_done`` gets each step as
     its job ends.

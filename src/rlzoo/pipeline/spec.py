@@ -57,6 +57,7 @@ class PipelineSpec:
     :param collect: overrides of ``python -m rlzoo.collect`` for each env's dataset (``pipeline.collect``).
     :param srl_train: overrides of ``python -m rlzoo.srl.train`` for every encoder (``pipeline.srl_train``).
     :param srl_model: per representation, ``srl_model.*`` overrides of its encoder and its RL runs.
+    :param typed: the ``pipeline.*`` keys the command line set (the experiment's own are not among them).
     """
 
     experiment: str
@@ -74,6 +75,7 @@ class PipelineSpec:
     verdict_of: str | None = None
     verdict_ci: float = 0.95
     slurm: dict[str, Any] | None = None  # Submitit's parameters of an encoder job (hardware=slurm_*), else None
+    typed: tuple[str, ...] = ()
 
     @property
     def runs_dir(self) -> Path:
@@ -112,7 +114,7 @@ class PipelineSpec:
             ours, theirs = self.identity(), OmegaConf.to_container(OmegaConf.load(record))
             assert isinstance(theirs, dict)
             if theirs.get("experiment_files") == content_key(self.experiment_files()):
-                ours["experiment_files"] = theirs["experiment_files"]  # recorded before session 23: the files' text
+                ours["experiment_files"] = theirs["experiment_files"]  # an older record: the files' text
             differences = [f"{k}: {theirs.get(k)!r} there, {v!r} now" for k, v in ours.items() if theirs.get(k) != v]
             if differences:
                 raise ConfigError(
@@ -125,8 +127,8 @@ class PipelineSpec:
             )
 
     def claim_dir(self) -> None:
-        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (before
-        session 23) is rewritten with their content, so that a comment changed later keeps the cache."""
+        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (an older
+        record's form) is rewritten with their content, so that a comment changed later keeps the cache."""
         self.check_dir()
         record, text = self.dir / IDENTITY, OmegaConf.to_yaml(OmegaConf.create(self.identity()))
         if not record.is_file() or record.read_text() != text:
@@ -245,6 +247,7 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         verdict_of=_verdict_of(node.get("verdict_of"), axes["srl_model"]),
         verdict_ci=_verdict_ci(node.get("verdict_ci", 0.95)),
         slurm=slurm_parameters(launcher),
+        typed=tuple(_key(o) for o in overrides if _key(o).startswith("pipeline.")),
     )
 
 
