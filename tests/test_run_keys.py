@@ -3,6 +3,7 @@ set by the user, fails in one line naming the key and the kind, before the run d
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from conftest import Compose
 from extras import require_extra
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.train import train
+from rlzoo.train import run_kind, train
 from rlzoo.training.kind import RUN_KEYS, RunKind
 from rlzoo.training.single_agent import SingleAgent
 
@@ -80,3 +81,13 @@ def test_a_fixed_key_is_accepted_at_the_kind_s_own_value(compose: Compose, tmp_p
                  "verbose=0", "logger.formats=[csv]"]  # fmt: skip
     metrics = train(compose([*base, *overrides]), overrides)
     assert metrics["train/timesteps"] == 20
+
+
+def test_only_a_multi_agent_run_enters_the_multiagent_package(
+    compose: Compose, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [m for m in sys.modules if m.startswith("rlzoo.multiagent")]:
+        monkeypatch.delitem(sys.modules, name)  # put back after the test
+    assert type(run_kind(compose(["algo=ppo", "env=CartPole"]))) is SingleAgent
+    assert [m for m in sys.modules if m.startswith("rlzoo.multiagent")] == []
+    assert type(run_kind(compose(KINDS["multi-agent"][1]))).__name__ == "MultiAgent"
