@@ -31,8 +31,8 @@ def test_encoders_train_as_slurm_jobs_and_are_cached(
     monkeypatch.setattr(rlzoo.srl.train, "train_encoder", _never_here)
     folder = tmp_path / "pipe"
     overrides = [
-        *TINY, f"pipeline.dir={folder}", "pipeline.sweep.srl_model=[ground_truth,srl_splits]", "pipeline.sweep.seed=[0]",
-        "hardware=slurm_cpu", "hydra.launcher.timeout_min=5", "pipeline.report=false",
+        *TINY, f"pipeline.dir={folder}", "pipeline.sweep.srl_model=[ground_truth,srl_splits]",
+        "pipeline.sweep.seed=[0]", "hardware=slurm_cpu", "hydra.launcher.timeout_min=5", "pipeline.report=false",
     ]  # fmt: skip
     lines: list[str] = []
     statuses = run_pipeline(pipeline_spec(overrides), lines.append)
