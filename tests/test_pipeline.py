@@ -228,7 +228,7 @@ def test_each_encoders_runs_start_as_soon_as_it_is_trained(monkeypatch: pytest.M
 
     jobs = [Job({"env": "E", "srl_model": m, "seed": 0}, m) for m in ("ground_truth", "fast", "slow")]
     encoders = {("E", m): SimpleNamespace(folder=Path(m), done=False) for m in ("fast", "slow")}
-    spec = SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2, runs_beside_encoders=True)
+    spec = SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2, runs_beside_encoders=True, slurm=None)
     plan = SimpleNamespace(spec=spec, datasets={}, encoders=encoders, jobs=jobs)
     monkeypatch.setattr(command, "plan_pipeline", lambda spec: plan)
     monkeypatch.setattr(command, "run_steps", train_encoders)
