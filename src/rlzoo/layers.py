@@ -4,8 +4,8 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 ======  ==================  ===========================================================================================
 layer   name                modules
 ======  ==================  ===========================================================================================
-0       ground floor        errors, files, schema, signature, hardware, config, rundir, cli, layers (no rlzoo imports
-                            but each other)
+0       ground floor        errors, files, schema, signature, hardware, config, rundir, cli, layers, jax_weights (no
+                            rlzoo imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
 3       srl                 srl: representations, encoders, losses, datasets, metrics
@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.rundir",
             "rlzoo.cli",
             "rlzoo.layers",
+            "rlzoo.jax_weights",
         ),
     ),
     ("envs", ("rlzoo", "rlzoo.envs")),
