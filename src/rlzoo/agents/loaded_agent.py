@@ -121,7 +121,7 @@ def load_agent(
     :param deterministic: act deterministically (the default, as in the run's test episodes).
     :param trusted: the run comes from someone you trust: load it with SB3's own ``load`` (which unpickles) and any
         ``_target_``. By default nothing in the run dir is run (:mod:`rlzoo.training.safe_load`).
-    :param allow: module names whose ``_target_``\ s you trust (your own algorithm module).
+    :param allow: module names whose ``_target_`` entries you trust (your own algorithm module).
     :raise ConfigError: not a run dir, no such model, or code outside the allowlist in an untrusted run.
     """
     from rlzoo.replay.loading import load_run

@@ -165,7 +165,7 @@ def load_run(
 
     :param trusted: load with SB3's own ``load`` (it unpickles) and any ``_target_``; by default the config is checked
         against the allowlist and the model rebuilt from it (:mod:`rlzoo.training.safe_load`).
-    :param allow: module names whose ``_target_``\ s the caller trusts (their own algorithm module).
+    :param allow: module names whose ``_target_`` entries the caller trusts (their own algorithm module).
     :raise ConfigError: not a run dir, missing or corrupt model, unknown checkpoint, a ``_target_`` outside the
         allowlist.
     """

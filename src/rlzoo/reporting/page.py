@@ -165,6 +165,7 @@ def write_report(
     budgets: Sequence[int] | None = None,
     baseline: str | None = AUTO,
     videos: bool = True,
+    trusted: bool = False,
     log: Callable[[str], None] = print,
 ) -> ReportPage:
     """Compare the runs under ``folder`` and write the page (``<folder>/report.html`` unless ``out``).
@@ -174,7 +175,7 @@ def write_report(
     folder = Path(folder)
     comparison = compare(folder, budgets, baseline)
     curves, n_figures = _curves(comparison)
-    replays = best_replays(comparison.rows) if videos else []
+    replays = best_replays(comparison.rows, trusted=trusted) if videos else []
     encoders = [read_encoder(p) for p in encoder_folders(comparison.results, folder)]
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     title = f"rlzoo report: {folder.resolve()}"

@@ -117,12 +117,12 @@ def check_targets(config: DictConfig, source: Path, allow: Sequence[str] = ()) -
             )
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def saved_data(path: Path) -> dict[str, Any]:
+def saved_data(path: Path, what: str = "an SB3 model") -> dict[str, Any]:
     """The ``data`` JSON of an SB3 ``model.zip``, as plain JSON (``:serialized:`` entries stay base64 text).
 
     :raise ConfigError: not a zip (truncated, foreign) or no ``data`` entry.
@@ -131,9 +131,9 @@ def saved_data(path: Path) -> dict[str, Any]:
         with zipfile.ZipFile(path) as archive:
             data = json.loads(archive.read("data").decode())
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
-        raise ConfigError(f"{path} is not a readable SB3 model.zip: {_first_line(error)}") from None
+        raise ConfigError(f"{path} cannot be loaded as {what}: {first_line(error)}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} is not a readable SB3 model.zip: its data entry is not a mapping")
+        raise ConfigError(f"{path} cannot be loaded as {what}: its data entry is not a mapping")
     return data
 
 
@@ -155,8 +155,8 @@ def restore_weights(model: BaseAlgorithm, path: Path) -> None:
 
     :raise ConfigError: a truncated or foreign file, weights ``weights_only`` refuses, weights that do not fit.
     """
-    data = saved_data(path)
     name = type(model).__name__
+    data = saved_data(path, name)
     try:
         if is_jax_model(model):
             _restore_jax(model, path)
@@ -165,7 +165,7 @@ def restore_weights(model: BaseAlgorithm, path: Path) -> None:
     except ConfigError:
         raise
     except Exception as error:  # torch's refusal of a pickled object, shapes that differ ...
-        raise ConfigError(f"{path} cannot be loaded as {name}: {_first_line(error)}") from None
+        raise ConfigError(f"{path} cannot be loaded as {name}: {first_line(error)}") from None
     for key in PLAIN_KEYS:
         value = data.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and hasattr(model, key):
@@ -210,7 +210,7 @@ def load_untrusted(
 
     :param run_kwargs: ``device``, ``verbose``, ``seed`` ..., as for the factory.
     """
-    saved_data(path)  # a truncated zip fails before the model is built
+    saved_data(path, factory.name)  # a truncated zip fails before the model is built
     model = factory(policy=policy, env=env, **run_kwargs)
     restore_weights(model, path)
     return model
