@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
+from rlzoo.loggers.wandb_state import WandbState, init_kwargs
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 
@@ -40,10 +41,16 @@ class WandbSettings:
 
 
 class WandbWriter(KVWriter):
-    """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run."""
+    """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run.
 
-    def __init__(self, run: Any) -> None:
+    :param state: the run dir's W&B record: points at steps W&B had before this process started are dropped (a
+        resumed run re-trains from its checkpoint), and each written step is recorded.
+    """
+
+    def __init__(self, run: Any, state: WandbState | None = None) -> None:
         self.run = run
+        self.state = state
+        self.floor = state.step if state is not None else -1
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         numbers = {
@@ -51,7 +58,11 @@ class WandbWriter(KVWriter):
             for key, value in key_values.items()
             if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
         }
+        if step <= self.floor:
+            return
         self.run.log({**numbers, "global_step": step})
+        if self.state is not None:
+            self.state.advance(step)
 
     def close(self) -> None:
         """The W&B run is finished by the owner of the logger (in a ``finally``)."""
@@ -82,10 +93,12 @@ def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
-    """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
+    """Start a W&B run writing under the run dir; offline unless ``mode=online``. A run dir keeps its W&B run id
+    (:class:`~rlzoo.loggers.wandb_state.WandbState`): a resumed run continues the same W&B run."""
     import wandb
 
     return wandb.init(
+        **init_kwargs(WandbState.of(run)),
         project=settings.project,
         entity=settings.entity,
         group=settings.group,
@@ -157,5 +170,5 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
         else:
             writers.append(make_output_format(name, str(run.path)))
     if wandb_run is not None:
-        writers.append(WandbWriter(wandb_run))
+        writers.append(WandbWriter(wandb_run, WandbState.of(run)))
     return Logger(folder=str(run.path), output_formats=writers)
