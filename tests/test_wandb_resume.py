@@ -46,7 +46,8 @@ def test_writer_drops_steps_wandb_has_and_records_the_last(tmp_path: Path) -> No
     assert json.loads(run.wandb_state.read_text()) == {"id": state.id, "step": 384}
 
 
-def _history_steps(path: Path) -> list[int]:
+def history_steps(path: Path) -> list[int]:
+    """The ``global_step`` of every point of a ``.wandb`` file, in order."""
     records = read_wandb_records(path)
     return [
         int(json.loads(item.value_json))
@@ -86,6 +87,6 @@ def test_sigkilled_run_resumes_the_same_wandb_run(compose: Compose, tmp_path: Pa
     assert [f.name for f in files] == [f"run-{killed['id']}.wandb"] * 2  # one W&B run id, two processes
     last = finished_records(files[-1])
     assert next(r.run for r in last if r.HasField("run")).run_id == killed["id"]
-    before, after = _history_steps(files[0]), _history_steps(files[-1])
+    before, after = history_steps(files[0]), history_steps(files[-1])
     assert after and min(after) > max([killed["step"], *before])  # no point doubles back
     assert after == sorted(after) and after[-1] >= 2560

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
-from rlzoo.loggers.wandb_state import WandbState, init_kwargs
+from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 
@@ -51,6 +51,7 @@ class WandbWriter(KVWriter):
         self.run = run
         self.state = state
         self.floor = state.step if state is not None else -1
+        self.gone = False
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         numbers = {
@@ -60,7 +61,14 @@ class WandbWriter(KVWriter):
         }
         if step <= self.floor:
             return
-        self.run.log({**numbers, "global_step": step})
+        if self.gone:
+            return
+        try:
+            self.run.log({**numbers, "global_step": step})
+        except ConnectionError as error:  # W&B's service killed by the job's signal: the run goes on
+            self.gone = True
+            lost(error)
+            return
         if self.state is not None:
             self.state.advance(step)
 

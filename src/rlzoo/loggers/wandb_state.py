@@ -11,6 +11,7 @@ import json
 import re
 import secrets
 import string
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,20 @@ class WandbState:
         if step > self.step:
             self.step = step
             self.save()
+
+
+def lost(error: ConnectionError) -> None:
+    """Say once that W&B's service went away (Slurm's warning signal reaches every process of the job, W&B's service
+    included): the run goes on; its own files hold every result, and a requeued run continues the W&B run."""
+    warnings.warn(f"W&B's service is gone ({error}); this process logs no more to W&B", RuntimeWarning, stacklevel=3)
+
+
+def finish(wandb_run: Any) -> None:
+    """``wandb_run.finish()``, with a lost service only warned about."""
+    try:
+        wandb_run.finish()
+    except ConnectionError as error:
+        lost(error)
 
 
 def init_kwargs(state: WandbState) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from rlzoo.loggers.outputs import make_logger, start_wandb
+from rlzoo.loggers.wandb_state import finish
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.faults import building, run_writes
@@ -79,7 +80,7 @@ class RunContext:
         if wandb_run is not None:
             if self.plan.run.is_finished():
                 wandb_run.summary.update(self.plan.run.read_metrics())  # type: ignore[attr-defined]
-            wandb_run.finish()  # type: ignore[attr-defined]
+            finish(wandb_run)
 
     def seconds(self) -> float:
         """Wall seconds since the run started (this process)."""
