@@ -55,7 +55,7 @@ def train_run(
         metrics = {"train/timesteps": float(model.num_timesteps), "time/train_seconds": run.seconds(), **evaluated}
         save_model(plan.run.path, model, normalizer)
         if plan.settings.test_checkpoint == BEST:  # the test episodes play the best evaluated model
-            model = load_best(plan.run, plan.factory.algo_class, normalizer)
+            model = load_best(plan.run, plan.factory.algo_class, normalizer, None if plan.settings.trusted else model)
         metrics |= _test(build, model, normalizer)
         metrics["time/total_seconds"] = run.seconds()
         plan.run.write_metrics(metrics)
