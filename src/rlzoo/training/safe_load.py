@@ -4,8 +4,10 @@ A run dir may come from someone else, so by default nothing in it is code:
 
 - ``config.yaml``'s ``_target_`` entries (:func:`check_targets`) are resolved only within an allowlist: algorithm,
   policy, network, feature-extractor and action-noise classes of SB3, sb3-contrib, SBX and rlzoo, SB3's schedules,
-  ``torch.nn`` modules (activations, through ``hydra.utils.get_class``), rlzoo's representation wrappers, and the
-  modules the loading user names (``allow``). Anything else is refused in one line naming the key.
+  ``torch.nn`` modules (activations, through ``hydra.utils.get_class``), rlzoo's representation wrappers, the
+  algorithms the loading user registered in their own config folder (``rlzoo_conf/algo/<name>.yaml`` or
+  ``$RLZOO_CONF``: :func:`user_algorithms`) and the modules they name (``allow``). Anything else is refused in one
+  line naming the key.
 - ``model.zip`` (:func:`load_untrusted`): the model is rebuilt from the checked config; its weights come from the zip's
   ``.pth`` files through ``torch.load(weights_only=True)`` (SB3's ``load_from_zip_file(load_data=False)``), so no
   cloudpickled ``:serialized:`` entry of the ``data`` JSON is ever unpickled; the plain JSON counters listed in
@@ -35,6 +37,7 @@ from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, Line
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack
 
 from rlzoo.algos.factory import AlgorithmFactory
+from rlzoo.config import user_config_dir
 from rlzoo.errors import ConfigError
 from rlzoo.jax_weights import JAX_WEIGHTS, is_jax_model, load_jax_weights
 
@@ -103,10 +106,26 @@ def _targets(node: Any, path: str = "") -> Iterator[tuple[str, Any, dict[str, An
             yield from _targets(value, f"{path}[{index}]")
 
 
+def user_algorithms() -> tuple[str, ...]:
+    """The ``_target_`` of every option of the ``algo`` group in the user config folder (the loading user's own
+    algorithms, registered as for training: ``algo=<name>``)."""
+    found = []
+    for path in sorted((user_config_dir() / "algo").glob("*.yaml")):
+        try:
+            option = OmegaConf.load(path)
+        except Exception:  # a file that is not YAML: registers nothing
+            continue
+        target = option.get("_target_") if isinstance(option, DictConfig) else None
+        if isinstance(target, str):
+            found.append(target)
+    return tuple(found)
+
+
 def check_targets(config: DictConfig, source: Path, allow: Sequence[str] = ()) -> None:
     """Refuse a config naming code outside the allowlist, in one line naming the key; nothing is imported outside the
     allowed packages and nothing is built."""
     plain = OmegaConf.to_container(config, resolve=False)
+    allow = (*allow, *user_algorithms())
     for key, target, node in _targets(plain):
         if not isinstance(target, str) or not allowed_target(target, node, allow):
             shown = f"{target} (path: {node.get('path')})" if target == GET_CLASS else target
