@@ -12,7 +12,10 @@ import base64
 import io
 import json
 import pickle
+import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -200,6 +203,7 @@ def test_poisoned_file_is_refused_in_one_line(poison: str, runs: dict[str, Path]
 def test_bad_run_dirs_are_refused_in_one_line(runs: dict[str, Path], tmp_path: Path) -> None:
     copy = _copy(runs["ppo"], tmp_path)
     (copy / MODEL).write_bytes((runs["ppo"] / MODEL).read_bytes()[:200])  # truncated
+    before = sorted(tmp_path.rglob("*"))
     with pytest.raises(ConfigError, match=r"model.zip cannot be loaded as PPO: File is not a zip file") as error:
         load_run(copy)
     _one_line(error)
@@ -207,6 +211,20 @@ def test_bad_run_dirs_are_refused_in_one_line(runs: dict[str, Path], tmp_path: P
     with pytest.raises(ConfigError, match=r"is not a run dir \(it has no config.yaml\)") as error:
         load_agent(copy)
     _one_line(error)
+    assert sorted(tmp_path.rglob("*")) == [p for p in before if p != copy / "config.yaml"]
+
+
+def test_enjoy_command_refuses_a_foreign_target_in_one_line(runs: dict[str, Path], tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    copy = _copy(runs["ppo"], tmp_path)
+    poison_config(copy, marker)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlzoo.enjoy", f"run={copy}"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0 and not marker.exists()
+    assert re.fullmatch(r"rlzoo.enjoy: error: \S+config.yaml: algo.learning_rate._target_='codecs.open' is outside "
+                        r"the allowlist .*\n", done.stderr), done.stderr  # fmt: skip
+    assert not (copy / "enjoy").exists()
 
 
 def test_fine_tuning_and_resume_read_no_pickle(runs: dict[str, Path], tmp_path: Path) -> None:
@@ -236,3 +254,15 @@ def test_fine_tuning_and_resume_read_no_pickle(runs: dict[str, Path], tmp_path: 
         train(compose_config([f"resume={other}"], run_dir=resumed))
     _one_line(error)
     assert not marker.exists() and sorted(other.rglob("*")) == before
+
+
+def test_report_replays_a_shared_run_without_its_pickles(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The report (and the pipeline, which writes it) replays the best run untrusted: a GIF, nothing run."""
+    from rlzoo.reporting.page import write_report
+
+    marker = tmp_path / "ran"
+    copy = _copy(runs["ppo"], tmp_path / "sweep")
+    for model in models(copy):
+        poison_data(model, marker)
+    page = write_report(tmp_path / "sweep", tmp_path / "report.html", log=lambda _: None)
+    assert [replay.run.path for replay in page.replays] == [copy] and not marker.exists()
