@@ -34,6 +34,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.replay.loading import load_run
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir
 from rlzoo.train import train
+from rlzoo.training.safe_load import allowed_target
 
 TINY = [*TINY_RUN, "test_episodes=0"]
 RUNS = {
@@ -266,3 +267,27 @@ def test_report_replays_a_shared_run_without_its_pickles(runs: dict[str, Path], 
         poison_data(model, marker)
     page = write_report(tmp_path / "sweep", tmp_path / "report.html", log=lambda _: None)
     assert [replay.run.path for replay in page.replays] == [copy] and not marker.exists()
+
+
+ALLOWED = ["stable_baselines3.PPO", "sb3_contrib.TQC", "rlzoo.algos.dqn_family.DeepQ", "torch.nn.ReLU",
+           "stable_baselines3.common.utils.LinearSchedule", "stable_baselines3.common.noise.NormalActionNoise",
+           "stable_baselines3.common.vec_env.VecFrameStack", "rlzoo.srl.wrapper.EncodeObservations",
+           "rlzoo.srl.pixels.rendered_pixels"]  # fmt: skip
+REFUSED = ["codecs.open", "os.system", "stable_baselines3.PPO.load", "stable_baselines3.PPO.__init__",
+           "stable_baselines3.common.save_util.load_from_pkl", "stable_baselines3.common.utils.os.system",
+           "torch.nn.modules.module.torch.load", "rlzoo.training.monitor.PerEnvMonitor",
+           "stable_baselines3.common.monitor.Monitor", "stable_baselines3.common.vec_env.VecVideoRecorder",
+           "rlzoo.files.atomic_write_text"]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ALLOWED + REFUSED)
+def test_allowlist_takes_classes_of_the_allowed_kinds_only(target: str) -> None:
+    assert allowed_target(target, {"_target_": target}) == (target in ALLOWED)
+
+
+def test_get_class_and_a_users_module_are_checked_too() -> None:
+    get_class = "hydra.utils.get_class"
+    assert allowed_target(get_class, {"_target_": get_class, "path": "torch.nn.Tanh"})
+    assert not allowed_target(get_class, {"_target_": get_class, "path": "os.system"})
+    assert allowed_target("stable_baselines3.PPO", {}, allow=["stable_baselines3"])
+    assert not allowed_target("stable_baselines3.PPO.load", {}, allow=["stable_baselines3"])  # functions: never

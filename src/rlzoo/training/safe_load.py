@@ -48,6 +48,7 @@ ALLOWED_OBJECTS: tuple[Any, ...] = (LinearSchedule, ConstantSchedule, FloatSched
 # rlzoo's own representation pieces: functions and wrappers (``srl_model.observation_wrapper`` ...).
 RLZOO_FUNCTIONS = ("rlzoo.srl.pixels.rendered_pixels",)
 RLZOO_KINDS: tuple[type, ...] = (gym.Wrapper, VecEnvWrapper)
+RLZOO_WRAPPERS = ("rlzoo.srl", "rlzoo.any_env")  # where those wrappers may come from (not the run's own monitor ...)
 GET_CLASS = "hydra.utils.get_class"
 # Plain JSON entries of SB3's ``data`` copied onto a rebuilt model: counters that resume and logs read.
 PLAIN_KEYS = (
@@ -72,26 +73,32 @@ def allowed_target(target: str, node: dict[str, Any], allow: Sequence[str] = ())
     :param node: the mapping holding it (``hydra.utils.get_class`` is allowed for an allowed ``path`` only).
     :param allow: module or object names the loading user trusts (their own algorithm module).
     """
+    if any(part.startswith("_") for part in target.split(".")):
+        return False  # no private names, no dunder walks (``PPO.__init__.__globals__``)
     if _under(target, allow):
-        return True
+        return _located_kind(target, ALLOWED_KINDS)  # the user's module: its classes, not its functions
     if target == GET_CLASS:
         path = node.get("path")
         return set(node) <= {"_target_", "path"} and isinstance(path, str) and _allowed_object(path)
     return target in RLZOO_FUNCTIONS or _allowed_object(target)
 
 
-def _allowed_object(target: str) -> bool:
-    if not _under(target, ALLOWED_ROOTS):
-        return False  # never imported: only names inside the allowed packages are looked up
+def _located_kind(target: str, kinds: tuple[type, ...]) -> bool:
+    """Whether ``target`` names a class of one of ``kinds`` (or one of :data:`ALLOWED_OBJECTS`)."""
     try:
         found = _locate(target)
     except Exception:  # not importable: refused like any unknown name
         return False
     if any(found is allowed for allowed in ALLOWED_OBJECTS):
         return True
-    own = str(getattr(found, "__module__", "")).startswith("rlzoo.")
-    kinds = ALLOWED_KINDS + (RLZOO_KINDS if own else ())
-    return inspect.isclass(found) and issubclass(found, kinds)
+    wrappers = _under(str(getattr(found, "__module__", "")), RLZOO_WRAPPERS)
+    return inspect.isclass(found) and issubclass(found, kinds + (RLZOO_KINDS if wrappers else ()))
+
+
+def _allowed_object(target: str) -> bool:
+    if not _under(target, ALLOWED_ROOTS):
+        return False  # never imported: only names inside the allowed packages are looked up
+    return _located_kind(target, ALLOWED_KINDS)
 
 
 def _targets(node: Any, path: str = "") -> Iterator[tuple[str, Any, dict[str, Any]]]:
