@@ -21,10 +21,10 @@ from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
-from rlzoo.replay.loading import FINAL, LATEST, LoadedRun, load_run, model_folder, open_run, run_episodes
+from rlzoo.replay.loading import LoadedRun, load_run, model_folder, open_run, run_episodes
 from rlzoo.replay.plots import plot_actions, plot_trajectories
 from rlzoo.replay.video import write_video
-from rlzoo.rundir import MODEL, RunDir
+from rlzoo.rundir import FINAL, LATEST, MODEL, RunDir
 from rlzoo.schema import at_least, parse
 
 PLOTS = ("trajectory", "action_probabilities")
@@ -155,7 +155,15 @@ def _enjoy_multiagent(settings: EnjoySettings, log: Callable[[str], None]) -> Re
 
     if settings.checkpoint != FINAL or settings.plot or settings.watch:
         raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
-    replay = replay_multiagent(settings.run, settings.n_episodes, settings.seed, settings.deterministic, settings.video)
+    replay = replay_multiagent(
+        settings.run,
+        settings.n_episodes,
+        settings.seed,
+        settings.deterministic,
+        settings.video,
+        trusted=settings.trusted,
+        allow=settings.allow,
+    )
     returns = [e.total for e in replay.episodes]
     per_agent = ", ".join(f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys)
     log(f"rlzoo.enjoy: {settings.run}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}")

@@ -49,7 +49,14 @@ def main(cfg: DictConfig) -> None:
     plot = settings.plot
     out = None if plot.out is None else Path(plot.out)
     write_report(
-        plot.dir, out, budgets=plot.budgets, baseline=plot.baseline, videos=settings.videos, trusted=settings.trusted
+        plot.dir,
+        out,
+        budgets=plot.budgets,
+        baseline=plot.baseline,
+        videos=settings.videos,
+        verdict_of=plot.verdict_of,
+        verdict_ci=plot.verdict_ci,
+        trusted=settings.trusted,
     )
 
 

@@ -116,8 +116,8 @@ def load_agent(
     """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU.
 
     :param run_dir: the run dir.
-    :param checkpoint: None or ``"final"``: the final model; steps: ``checkpoints/<steps>/``; ``"latest"``;
-        ``"best"``: the best evaluated model (runs trained with ``eval_freq > 0``).
+    :param checkpoint: ``"final"`` (or None), ``"latest"``, ``"best"`` or a checkpoint's steps: the checkpoint
+        vocabulary of :meth:`rlzoo.rundir.RunDir.find_model`.
     :param deterministic: act deterministically (the default, as in the run's test episodes).
     :param trusted: the run comes from someone you trust: load it with SB3's own ``load`` (which unpickles) and any
         ``_target_``. By default nothing in the run dir is run (:mod:`rlzoo.training.safe_load`).

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
-from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost
+from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost, service_errors
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 
@@ -45,17 +45,18 @@ class WandbWriter(KVWriter):
 
     :param state: the run dir's W&B record: points at steps W&B had before this process started are dropped (a
         resumed run re-trains from its checkpoint), and each written step is recorded.
+    :param prefix: put before every key (a multi-agent run's learner name).
     """
 
-    def __init__(self, run: Any, state: WandbState | None = None) -> None:
-        self.run = run
+    def __init__(self, run: Any, state: WandbState | None = None, prefix: str = "") -> None:
+        self.run, self.prefix = run, prefix
         self.state = state
         self.floor = state.step if state is not None else -1
         self.gone = False
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         numbers = {
-            key: value
+            self.prefix + key: value
             for key, value in key_values.items()
             if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
         }
@@ -65,7 +66,7 @@ class WandbWriter(KVWriter):
             return
         try:
             self.run.log({**numbers, "global_step": step})
-        except ConnectionError as error:  # W&B's service killed by the job's signal: the run goes on
+        except service_errors() as error:  # W&B's service killed by the job's signal: the run goes on
             self.gone = True
             lost(error)
             return
@@ -165,8 +166,16 @@ def check_formats(formats: Sequence[str], verbose: int) -> list[str]:
     return [f for f in formats if verbose or f != "stdout"]
 
 
-def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> Logger:
-    """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``)."""
+def make_logger(
+    run: RunDir,
+    formats: Sequence[str],
+    wandb_run: Any = None,
+    wandb_prefix: str = "",
+    wandb_state: WandbState | None = None,
+) -> Logger:
+    """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``, its
+    keys prefixed with ``wandb_prefix``: a multi-agent run's learner name; ``wandb_state``: the W&B record of the
+    run dir that holds it, ``run``'s own when None)."""
     writers: list[KVWriter] = []
     for name in formats:
         if name == "csv":
@@ -178,5 +187,5 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
         else:
             writers.append(make_output_format(name, str(run.path)))
     if wandb_run is not None:
-        writers.append(WandbWriter(wandb_run, WandbState.of(run)))
+        writers.append(WandbWriter(wandb_run, wandb_state or WandbState.of(run), wandb_prefix))
     return Logger(folder=str(run.path), output_formats=writers)

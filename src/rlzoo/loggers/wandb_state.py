@@ -64,17 +64,27 @@ class WandbState:
             self.save()
 
 
-def lost(error: ConnectionError) -> None:
+def service_errors() -> tuple[type[Exception], ...]:
+    """What W&B raises when its service went away: a lost connection, or (``finish``) an abandoned request."""
+    try:
+        from wandb.sdk.mailbox import HandleAbandonedError
+    except ImportError:  # another wandb version: its lost connection only
+        return (ConnectionError,)
+    return (ConnectionError, HandleAbandonedError)
+
+
+def lost(error: Exception) -> None:
     """Say once that W&B's service went away (Slurm's warning signal reaches every process of the job, W&B's service
     included): the run goes on; its own files hold every result, and a requeued run continues the W&B run."""
-    warnings.warn(f"W&B's service is gone ({error}); this process logs no more to W&B", RuntimeWarning, stacklevel=3)
+    why = str(error) or type(error).__name__
+    warnings.warn(f"W&B's service is gone ({why}); this process logs no more to W&B", RuntimeWarning, stacklevel=3)
 
 
 def finish(wandb_run: Any) -> None:
     """``wandb_run.finish()``, with a lost service only warned about."""
     try:
         wandb_run.finish()
-    except ConnectionError as error:
+    except service_errors() as error:
         lost(error)
 
 
