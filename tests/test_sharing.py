@@ -291,3 +291,44 @@ def test_get_class_and_a_users_module_are_checked_too() -> None:
     assert not allowed_target(get_class, {"_target_": get_class, "path": "os.system"})
     assert allowed_target("stable_baselines3.PPO", {}, allow=["stable_baselines3"])
     assert not allowed_target("stable_baselines3.PPO.load", {}, allow=["stable_baselines3"])  # functions: never
+
+
+def test_multiagent_run_loads_and_resumes_without_its_pickles(tmp_path: Path) -> None:
+    """A multi-agent run dir: every learner rebuilt from the checked config with its weights (same actions as SB3's
+    own load), a foreign ``_target_`` refused in one line, and a resume that reads no pickle."""
+    require_extra("pettingzoo", "multiagent")
+    from rlzoo.multiagent.agents import load_multiagent
+
+    game = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=independent", "algo=dqn",
+            "algo.learning_starts=20", "algo.buffer_size=500", "algo.batch_size=16",
+            "+algo.policy_kwargs.net_arch=[16]", "verbose=0", "logger.formats=[csv]", "hardware.torch_threads=1",
+            "test_episodes=0"]  # fmt: skip
+    run = tmp_path / "run"
+    train(compose_config([*game, "total_timesteps=200", "checkpoint_freq=100"], run_dir=run))
+    marker = tmp_path / "ran"
+    copy = _copy(run, tmp_path)
+    zips = sorted(copy.rglob(MODEL))
+    assert len(zips) >= 4  # final and checkpointed models of both learners
+    for model in zips:
+        poison_data(model, marker)
+    untrusted, trusted = load_multiagent(copy), load_multiagent(run, trusted=True)
+    assert not marker.exists(), "a pickle of a learner's model.zip was loaded"
+    assert set(untrusted.models) == set(trusted.models) == {"player_1", "player_2"}
+    for key, model in trusted.models.items():
+        space = model.observation_space
+        space.seed(0)
+        for _ in range(20):
+            obs = space.sample()
+            mine, _ = untrusted.models[key].predict(obs, deterministic=True)
+            theirs, _ = model.predict(obs, deterministic=True)
+            np.testing.assert_array_equal(mine, theirs)
+    # An unfinished copy (its metrics gone): resume=<copy> loads its final models and plays the test.
+    (copy / "metrics.json").unlink()
+    train(compose_config([f"resume={copy}"], run_dir=tmp_path / "hydra"))
+    assert not marker.exists(), "a resume read a pickle of a learner's model.zip"
+    assert RunDir(copy).is_finished() and RunDir(copy).resumes()
+    poisoned = _copy(run, tmp_path / "poisoned")
+    poison_config(poisoned, marker)
+    with pytest.raises(ConfigError, match="outside the allowlist"):
+        load_multiagent(poisoned)
+    assert not marker.exists()
