@@ -29,6 +29,7 @@ SET_TO: dict[str, Any] = {
     "normalize": True, "checkpoint_freq": 32, "eval_freq": 32, "eval_episodes": 2, "test_checkpoint": "best",
     "test_episodes": 2, "test_envs": 2, "deterministic_test": False, "sampled_test": True, "max_test_steps": 50,
     "progress_bar": True, "verbose": 0, "resume": "elsewhere", "init_from": "elsewhere", "run_dir": "elsewhere",
+    "trusted": True,
 }  # fmt: skip
 KINDS: dict[str, tuple[RunKind, list[str]]] = {
     "single-agent": (SingleAgent(), ["algo=ppo", "env=CartPole"]),

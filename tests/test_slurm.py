@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.config import CONFIG_DIR
 from rlzoo.rundir import RunDir
+from test_wandb_resume import history_steps
 
 TINY_SWEEP = [
     "algo=ppo",
@@ -213,6 +214,7 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
                 "+algo.policy_kwargs.net_arch=[16]",
                 "test_episodes=2",
                 "logger.formats=[csv]",
+                "logger=wandb",  # offline: the requeued job must continue the same W&B run
                 "verbose=0",
             ),
             cwd=tmp_path,
@@ -244,3 +246,8 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
     assert frames[-1] > resumed_from[0], frames  # episodes after the resume joined the curve
     config = run.read_config()
     assert config.seed == 0 and config.total_timesteps == total
+    wandb_id = json.loads(run.wandb_state.read_text())["id"]
+    files = sorted((run.path / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert [f.name for f in files] == [f"run-{wandb_id}.wandb"] * 2, files  # the requeued job reports the same id
+    steps = [step for f in files for step in history_steps(f)]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps), steps  # one W&B curve, continued

@@ -49,11 +49,13 @@ class AgentPolicy:
     :param run: the run dir.
     :param checkpoint: ``final``, ``latest``, ``best`` or a checkpoint's steps (:meth:`rlzoo.rundir.RunDir.find_model`).
     :param deterministic: the agent's deterministic action instead of a sample.
+    :param trusted: load the run with SB3's own load (it unpickles): see :func:`rlzoo.agents.load_agent`.
     """
 
     run: str
     checkpoint: str | int = "final"
     deterministic: bool = False
+    trusted: bool = False
     _loaded: Any = field(default=None, init=False, repr=False, compare=False)
 
     def load(self) -> Any:
@@ -61,7 +63,7 @@ class AgentPolicy:
         if self._loaded is None:
             from rlzoo.agents import load_agent
 
-            agent = load_agent(self.run, self.checkpoint, deterministic=self.deterministic)
+            agent = load_agent(self.run, self.checkpoint, deterministic=self.deterministic, trusted=self.trusted)
             if agent.representation.name != "ground_truth":
                 raise ConfigError(
                     f"collect_policy.run={self.run} was trained on srl_model={agent.representation.name}; "

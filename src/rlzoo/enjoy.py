@@ -58,6 +58,8 @@ class EnjoySettings:
     plot: tuple[str, ...] = ()
     watch: bool = False
     watch_interval: float = 10.0
+    trusted: bool = False
+    allow: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> EnjoySettings:
@@ -70,6 +72,10 @@ class EnjoySettings:
             values["checkpoint"] = FINAL
         if "video_formats" in values:
             values["video_formats"] = _names("video_formats", values["video_formats"], VIDEO_FORMATS) or ("mp4",)
+        allow = values.get("allow") or []
+        if not isinstance(allow, list) or not all(isinstance(name, str) for name in allow):
+            raise _fail("allow", allow, "a list of module names, e.g. [mypackage.algos]")
+        values["allow"] = tuple(allow)
         if "plot" in values:
             values["plot"] = _names("plot", values["plot"], PLOTS)
         settings = parse(cls, values)  # type: ignore[arg-type]
@@ -101,7 +107,7 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
 
     if is_multiagent_run(settings.run):
         return _enjoy_multiagent(settings, log)
-    loaded = load_run(settings.run, settings.checkpoint)
+    loaded = load_run(settings.run, settings.checkpoint, trusted=settings.trusted, allow=settings.allow)
     episodes = run_episodes(
         loaded,
         settings.n_episodes,
@@ -149,7 +155,15 @@ def _enjoy_multiagent(settings: EnjoySettings, log: Callable[[str], None]) -> Re
 
     if settings.checkpoint != FINAL or settings.plot or settings.watch:
         raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
-    replay = replay_multiagent(settings.run, settings.n_episodes, settings.seed, settings.deterministic, settings.video)
+    replay = replay_multiagent(
+        settings.run,
+        settings.n_episodes,
+        settings.seed,
+        settings.deterministic,
+        settings.video,
+        trusted=settings.trusted,
+        allow=settings.allow,
+    )
     returns = [e.total for e in replay.episodes]
     per_agent = ", ".join(f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys)
     log(f"rlzoo.enjoy: {settings.run}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}")

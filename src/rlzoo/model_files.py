@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from rlzoo.files import atomic_path
+from rlzoo.jax_weights import save_jax_weights
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -66,6 +67,7 @@ def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | No
     except OSError as error:  # a full disk ...: name the file (torch's writes carry no file name)
         error.filename = error.filename or str(folder / MODEL)
         raise
+    save_jax_weights(folder, model)  # SBX: its weights as data beside the zip (rlzoo.jax_weights)
     if normalizer is not None:
         save_obs_norm(folder / OBS_NORM, normalizer)
 

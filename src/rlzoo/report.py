@@ -27,15 +27,17 @@ class ReportSettings:
 
     plot: PlotSettings
     videos: bool
+    trusted: bool = False
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> ReportSettings:
         values = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(values, dict)
-        videos = values.pop("videos", True)
-        if not isinstance(videos, bool):
-            raise ConfigError(f"videos={videos!r} must be true or false")
-        return cls(PlotSettings.from_config(OmegaConf.create(values)), videos)
+        videos, trusted = values.pop("videos", True), values.pop("trusted", False)
+        for key, value in (("videos", videos), ("trusted", trusted)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{key}={value!r} must be true or false")
+        return cls(PlotSettings.from_config(OmegaConf.create(values)), videos, trusted)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="report", version_base="1.3")
@@ -54,6 +56,7 @@ def main(cfg: DictConfig) -> None:
         videos=settings.videos,
         verdict_of=plot.verdict_of,
         verdict_ci=plot.verdict_ci,
+        trusted=settings.trusted,
     )
 
 

@@ -82,6 +82,7 @@ LEARNERS_STATE = "models.json"  # multi-agent runs: written once every learner's
 AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
 LOCK = ".lock"
+WANDB_STATE = "wandb.json"  # the W&B run id and the last step W&B has (loggers/wandb_state.py)
 
 
 class RunDirInUse(ConfigError):
@@ -192,6 +193,10 @@ class RunDir:
         if not self.monitor_dir.is_dir():
             return []
         return sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}"))
+
+    @property
+    def wandb_state(self) -> Path:
+        return self.path / WANDB_STATE
 
     @property
     def tensorboard_dir(self) -> Path:

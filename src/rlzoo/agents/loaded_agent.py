@@ -6,6 +6,7 @@ handler, another simulator or a multi-agent system hands it observations as the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -104,17 +105,27 @@ class TestAgent:
         return obs, starts
 
 
-def load_agent(run_dir: str | Path, checkpoint: int | str | None = None, deterministic: bool = True) -> TestAgent:
+def load_agent(
+    run_dir: str | Path,
+    checkpoint: int | str | None = None,
+    deterministic: bool = True,
+    *,
+    trusted: bool = False,
+    allow: Sequence[str] = (),
+) -> TestAgent:
     """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU.
 
     :param run_dir: the run dir.
     :param checkpoint: ``"final"`` (or None), ``"latest"``, ``"best"`` or a checkpoint's steps: the checkpoint
         vocabulary of :meth:`rlzoo.rundir.RunDir.find_model`.
     :param deterministic: act deterministically (the default, as in the run's test episodes).
-    :raise ConfigError: not a run dir, or no such model.
+    :param trusted: the run comes from someone you trust: load it with SB3's own ``load`` (which unpickles) and any
+        ``_target_``. By default nothing in the run dir is run (:mod:`rlzoo.training.safe_load`).
+    :param allow: module names whose ``_target_`` entries you trust (your own algorithm module).
+    :raise ConfigError: not a run dir, no such model, or code outside the allowlist in an untrusted run.
     """
     from rlzoo.replay.loading import load_run
 
-    run = load_run(run_dir, checkpoint)
+    run = load_run(run_dir, checkpoint, trusted=trusted, allow=allow)
     stack = run.spec.options.frame_stack
     return TestAgent(run.model, run.representation, run.normalization, deterministic, run.config, stack)

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
+from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost, service_errors
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 
@@ -40,10 +41,18 @@ class WandbSettings:
 
 
 class WandbWriter(KVWriter):
-    """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run."""
+    """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run.
 
-    def __init__(self, run: Any, prefix: str = "") -> None:
+    :param state: the run dir's W&B record: points at steps W&B had before this process started are dropped (a
+        resumed run re-trains from its checkpoint), and each written step is recorded.
+    :param prefix: put before every key (a multi-agent run's learner name).
+    """
+
+    def __init__(self, run: Any, state: WandbState | None = None, prefix: str = "") -> None:
         self.run, self.prefix = run, prefix
+        self.state = state
+        self.floor = state.step if state is not None else -1
+        self.gone = False
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         numbers = {
@@ -51,7 +60,18 @@ class WandbWriter(KVWriter):
             for key, value in key_values.items()
             if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
         }
-        self.run.log({**numbers, "global_step": step})
+        if step <= self.floor:
+            return
+        if self.gone:
+            return
+        try:
+            self.run.log({**numbers, "global_step": step})
+        except service_errors() as error:  # W&B's service killed by the job's signal: the run goes on
+            self.gone = True
+            lost(error)
+            return
+        if self.state is not None:
+            self.state.advance(step)
 
     def close(self) -> None:
         """The W&B run is finished by the owner of the logger (in a ``finally``)."""
@@ -82,10 +102,12 @@ def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
-    """Start a W&B run writing under the run dir; offline unless ``mode=online``."""
+    """Start a W&B run writing under the run dir; offline unless ``mode=online``. A run dir keeps its W&B run id
+    (:class:`~rlzoo.loggers.wandb_state.WandbState`): a resumed run continues the same W&B run."""
     import wandb
 
     return wandb.init(
+        **init_kwargs(WandbState.of(run)),
         project=settings.project,
         entity=settings.entity,
         group=settings.group,
@@ -144,9 +166,16 @@ def check_formats(formats: Sequence[str], verbose: int) -> list[str]:
     return [f for f in formats if verbose or f != "stdout"]
 
 
-def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None, wandb_prefix: str = "") -> Logger:
+def make_logger(
+    run: RunDir,
+    formats: Sequence[str],
+    wandb_run: Any = None,
+    wandb_prefix: str = "",
+    wandb_state: WandbState | None = None,
+) -> Logger:
     """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``, its
-    keys prefixed with ``wandb_prefix``: a multi-agent run's learner name)."""
+    keys prefixed with ``wandb_prefix``: a multi-agent run's learner name; ``wandb_state``: the W&B record of the
+    run dir that holds it, ``run``'s own when None)."""
     writers: list[KVWriter] = []
     for name in formats:
         if name == "csv":
@@ -158,5 +187,5 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None, wand
         else:
             writers.append(make_output_format(name, str(run.path)))
     if wandb_run is not None:
-        writers.append(WandbWriter(wandb_run, wandb_prefix))
+        writers.append(WandbWriter(wandb_run, wandb_state or WandbState.of(run), wandb_prefix))
     return Logger(folder=str(run.path), output_formats=writers)

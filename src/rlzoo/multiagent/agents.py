@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,18 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.agents.state import State
 from rlzoo.errors import ConfigError
-from rlzoo.multiagent.learners import Learners, MaskedQAgent, ObservationCoder, action_scores, masked_argmax
+from rlzoo.multiagent.learners import (
+    Learners,
+    MaskedQAgent,
+    ObservationCoder,
+    action_scores,
+    build_learners,
+    masked_argmax,
+)
 from rlzoo.multiagent.plan import MultiagentPlan
 from rlzoo.multiagent.state import Multiagent, MultiagentState
 from rlzoo.training.build import load_model, snapshot
+from rlzoo.training.safe_load import check_targets, restore_weights
 
 RANDOM = "random"
 
@@ -127,16 +135,24 @@ def opponent_for(plan: MultiagentPlan, others: Sequence[str] | None = None) -> M
     return _opponent(plan, plan.layout.opponent or RANDOM, others)
 
 
-def _opponent(plan: MultiagentPlan, choice: OpponentChoice, others: Sequence[str]) -> Multiagent | None:
+def _opponent(
+    plan: MultiagentPlan,
+    choice: OpponentChoice,
+    others: Sequence[str],
+    *,
+    trusted: bool = False,
+    allow: Sequence[str] = (),
+) -> Multiagent | None:
     """``choice`` for the keys ``others``: ``random`` (a random legal action), a multi-agent run dir (its trained
-    agent takes those seats), a multiagent as it is, or None."""
+    agent takes those seats, loaded as :func:`load_multiagent` with ``trusted`` and ``allow``), a multiagent as it
+    is, or None."""
     if choice is None or isinstance(choice, Multiagent):
         return choice
     if str(choice) == TRAINING:
         return opponent_for(plan, others)
     if str(choice) == RANDOM:
         return RandomMultiagent({key: plan.agents[key].action for key in others}, plan.seed)
-    return load_multiagent(choice, seats=others, opponent=None)
+    return load_multiagent(choice, seats=others, opponent=None, trusted=trusted, allow=allow)
 
 
 def _seat_models(
@@ -169,6 +185,8 @@ def load_multiagent(
     *,
     seats: Sequence[str] | None = None,
     opponent: OpponentChoice = TRAINING,
+    trusted: bool = False,
+    allow: Sequence[str] = (),
 ) -> TestMultiagent:
     """The test multiagent of a multi-agent run dir (its models on the CPU): ``act(state)`` for whichever agent's
     turn it is.
@@ -179,17 +197,42 @@ def load_multiagent(
     :param opponent: who acts for the other ids: ``"training"`` (the opponent the run trained against), ``"random"``
         (a random legal action), a multi-agent run dir (its trained agent), a :class:`Multiagent`, or None (no one: a
         state of another id is refused).
+    :param trusted: load with SB3's own ``load`` (it unpickles) and any ``_target_``; by default the config is checked
+        against the allowlist and each learner rebuilt from it, its weights read without unpickling
+        (:mod:`rlzoo.training.safe_load`).
+    :param allow: module names whose ``_target_`` entries the caller trusts (their own algorithm module).
     :raise ConfigError: not a run dir, not a multi-agent run, a missing or corrupt model, an id the env does not have.
     """
     from rlzoo.multiagent.plan import plan_multiagent
     from rlzoo.replay.loading import open_run
 
     run = open_run(run_dir)
-    plan = plan_multiagent(run.read_config())
-    models = {name: load_model(plan.factory.algo_class, run.learner_model(name)) for name in plan.learners}
+    config = run.read_config()
+    if not trusted:
+        check_targets(config, run.config, allow)
+    plan = plan_multiagent(config)
+    if trusted:
+        models = {name: load_model(plan.factory.algo_class, run.learner_model(name)) for name in plan.learners}
+    else:
+        models = _load_untrusted(plan, run.learner_model)
     shared = any(len(keys) > 1 for keys in plan.learners.values())
     coder = ObservationCoder(plan.learning_keys if shared else None)
     by_key = {key: models[name] for name, keys in plan.learners.items() for key in keys}
     seated = _seat_models(plan, by_key, plan.learning_keys if seats is None else seats)
     others = [key for key in plan.agents if key not in seated]
-    return TestMultiagent(seated, coder, _opponent(plan, opponent, others) if others else None, deterministic)
+    chosen = _opponent(plan, opponent, others, trusted=trusted, allow=allow) if others else None
+    return TestMultiagent(seated, coder, chosen, deterministic)
+
+
+def _load_untrusted(plan: MultiagentPlan, model_path: Callable[[str], Path]) -> dict[str, BaseAlgorithm]:
+    """Every learner's model rebuilt from the checked plan (on the CPU) with the weights of its ``model.zip``;
+    nothing in the files is unpickled."""
+    built = build_learners(
+        plan.factory, plan.policy, plan.agents, plan.learners, seed=plan.seed, device="cpu", train_steps=1
+    ).models
+    for name, model in built.items():
+        path = model_path(name)
+        if not path.is_file():
+            raise ConfigError(f"{path} cannot be loaded as {type(model).__name__}: no such file")
+        restore_weights(model, path)
+    return built

@@ -28,10 +28,11 @@ from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
 from rlzoo.training.episodes import return_statistics
 from rlzoo.training.kind import Resources
+from rlzoo.training.safe_load import restore_weights
 
 HONOURED = frozenset(
     {"run_dir", "seed", "total_timesteps", "total_episodes", "max_train_seconds", "checkpoint_freq", "test_episodes",
-     "deterministic_test", "verbose", "resume"}
+     "deterministic_test", "verbose", "resume", "trusted"}
 )  # fmt: skip
 ONE_ENV = "they step one PettingZoo env"
 NO_KEEP_BEST = "they have no keep-best evaluation"
@@ -86,7 +87,11 @@ def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
     point = plan.resume_point
     assert point is not None
     for name, model in team.models.items():
-        model.set_parameters(str(point.folder / LEARNERS / name / MODEL), device=plan.hardware.device)
+        path = point.folder / LEARNERS / name / MODEL
+        if plan.settings.trusted:
+            model.set_parameters(str(path), device=plan.hardware.device)  # SB3's own load of the zip (it unpickles)
+        else:  # the weights only: nothing in the zip is unpickled (rlzoo.training.safe_load)
+            restore_weights(model, path)
     for key, steps in point.kind_state.get("key_steps", {}).items():
         team.learners.agents[key].model.num_timesteps = int(steps)
 

@@ -3,6 +3,7 @@ env's ``rgb_array`` frames when a video is wanted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,18 @@ class MultiagentReplay:
 
 
 def replay_multiagent(
-    run_dir: str | Path, n_episodes: int, seed: int, deterministic: bool = True, frames: bool = False
+    run_dir: str | Path,
+    n_episodes: int,
+    seed: int,
+    deterministic: bool = True,
+    frames: bool = False,
+    *,
+    trusted: bool = False,
+    allow: Sequence[str] = (),
 ) -> MultiagentReplay:
-    """Play ``n_episodes`` episodes (episode ``i`` seeded ``seed + i``) with the run's test multiagent."""
-    agent = load_multiagent(run_dir, deterministic)
+    """Play ``n_episodes`` episodes (episode ``i`` seeded ``seed + i``) with the run's test multiagent (loaded as
+    :func:`~rlzoo.multiagent.agents.load_multiagent` does with ``trusted`` and ``allow``)."""
+    agent = load_multiagent(run_dir, deterministic, trusted=trusted, allow=allow)
     plan = plan_multiagent(RunDir(Path(run_dir)).read_config())
     env: Any = plan.spec.make(render_mode="rgb_array" if frames else None)
     recorded: list[np.ndarray] = []

@@ -7,6 +7,7 @@ and the statistics, which are frozen at replay.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from rlzoo.training.build import RunBuilder, load_model
 from rlzoo.training.episodes import EpisodeResult, play_episodes
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
+from rlzoo.training.safe_load import check_targets, load_untrusted
 
 
 def open_run(run_dir: str | Path) -> RunDir:
@@ -119,21 +121,41 @@ def plan_saved_run(config: DictConfig) -> RunPlan:
     return plan_run(on_cpu, run_dir_state=False)
 
 
-def load_run(run_dir: str | Path, checkpoint: int | str | None = None) -> LoadedRun:
+def load_run(
+    run_dir: str | Path, checkpoint: int | str | None = None, *, trusted: bool = False, allow: Sequence[str] = ()
+) -> LoadedRun:
     """Load the agent of a run dir (see :func:`model_folder` for ``checkpoint``), on the CPU.
 
-    :raise ConfigError: not a run dir, missing or corrupt model, unknown checkpoint.
+    :param trusted: load with SB3's own ``load`` (it unpickles) and any ``_target_``; by default the config is checked
+        against the allowlist and the model rebuilt from it (:mod:`rlzoo.training.safe_load`).
+    :param allow: module names whose ``_target_`` entries the caller trusts (their own algorithm module).
+    :raise ConfigError: not a run dir, missing or corrupt model, unknown checkpoint, a ``_target_`` outside the
+        allowlist.
     """
     run = open_run(run_dir)
     folder, steps = model_folder(run, checkpoint)
-    plan = plan_saved_run(run.read_config())
-    model = load_model(plan.factory.algo_class, folder / MODEL)
+    config = run.read_config()
+    if not trusted:
+        check_targets(config, run.config, allow)
+    plan = plan_saved_run(config)
+    model = load_model(plan.factory.algo_class, folder / MODEL) if trusted else _load_untrusted(plan, folder / MODEL)
     normalization = None
     if (folder / OBS_NORM).is_file():
         normalization = FrozenNormalization.load(folder / OBS_NORM)
     elif plan.settings.normalize:
         raise ConfigError(f"{folder} has {MODEL} but no {OBS_NORM}, although the run normalised observations")
     return LoadedRun(run.path, plan, model, normalization, steps, best=checkpoint == BEST)
+
+
+def _load_untrusted(plan: RunPlan, path: Path) -> BaseAlgorithm:
+    """The model rebuilt from ``plan`` on one env of the run (for its spaces), with the weights of ``path``."""
+    venv = RunBuilder(plan).test_env(None)
+    try:
+        model = load_untrusted(plan.factory, plan.policy, path, venv, device="cpu", verbose=0)
+    finally:
+        venv.close()
+    model.env = None  # as SB3's load without an env: the model acts on what it is given
+    return model
 
 
 def describe(loaded: LoadedRun) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def best_run(row: Row, last: int = 100) -> tuple[RunResult, float] | None:
     return max(scored, key=lambda pair: pair[1]) if scored else None
 
 
-def replay(run: RunResult, score: float, seed: int = 0) -> Replay | None:
+def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False) -> Replay | None:
     """Replay one deterministic episode of ``run``'s latest model (its final one once finished), recording frames.
 
     :return: None when the run has no model yet or its env does not render.
@@ -47,7 +47,7 @@ def replay(run: RunResult, score: float, seed: int = 0) -> Replay | None:
     from rlzoo.replay.loading import load_run, run_episodes
 
     try:
-        loaded = load_run(run.path, LATEST)
+        loaded = load_run(run.path, LATEST, trusted=trusted)
         (episode,) = run_episodes(loaded, 1, deterministic=True, seed=seed, frames=True)
     except (ConfigError, ValueError, TypeError, AttributeError):  # no model yet; an env without rgb_array
         return None
@@ -56,8 +56,9 @@ def replay(run: RunResult, score: float, seed: int = 0) -> Replay | None:
     return Replay(run, score, episode.ret, gif_bytes(episode.frames))
 
 
-def best_replays(rows: Sequence[Row], last: int = 100) -> list[Replay]:
-    """A replay of the best run of each group (at the largest budget it has a row for)."""
+def best_replays(rows: Sequence[Row], last: int = 100, *, trusted: bool = False) -> list[Replay]:
+    """A replay of the best run of each group (at the largest budget it has a row for); ``trusted``: see
+    :func:`rlzoo.replay.loading.load_run` (a run refused untrusted gets no replay)."""
     chosen: dict[int, Row] = {}
     for row in rows:
         if row.n and (id(row.group) not in chosen or row.budget > chosen[id(row.group)].budget):
@@ -65,7 +66,7 @@ def best_replays(rows: Sequence[Row], last: int = 100) -> list[Replay]:
     replays = []
     for row in chosen.values():
         best = best_run(row, last)
-        if best is not None and (made := replay(*best)) is not None:
+        if best is not None and (made := replay(*best, trusted=trusted)) is not None:
             replays.append(made)
     return replays
 

@@ -170,6 +170,7 @@ def write_report(
     videos: bool = True,
     verdict_of: str | None = None,
     verdict_ci: float = 0.95,
+    trusted: bool = False,
     log: Callable[[str], None] = print,
 ) -> ReportPage:
     """Compare the runs under ``folder`` and write the page (``<folder>/report.html`` unless ``out``).
@@ -180,7 +181,7 @@ def write_report(
     comparison = compare(folder, budgets, baseline)
     verdicts.check_reference(verdict_of, [g.srl_model for g in comparison.groups])
     curves, n_figures = _curves(comparison)
-    replays = best_replays(comparison.rows) if videos else []
+    replays = best_replays(comparison.rows, trusted=trusted) if videos else []
     encoders = [read_encoder(p) for p in encoder_folders(comparison.results, folder)]
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     title = f"rlzoo report: {folder.resolve()}"

@@ -223,8 +223,9 @@ class RunBuilder:
         plan's init point (``init_from``: fine-tuning); ``normalizer``'s statistics restored in the last two cases."""
         plan = self.plan
         kwargs: dict[str, Any] = {"env": env, "device": plan.hardware.device, "verbose": plan.settings.verbose}
-        if plan.resume_point is not None:
-            return resume_model(plan.factory.algo_class, plan.resume_point, normalizer, **kwargs)
+        if plan.resume_point is not None:  # untrusted (the default): rebuilt from the checked config, no pickle
+            fresh = None if plan.settings.trusted else functools.partial(plan.factory, policy=plan.policy, **kwargs)
+            return resume_model(plan.factory.algo_class, plan.resume_point, normalizer, fresh, **kwargs)
         model = plan.factory(policy=plan.policy, seed=plan.seed, **kwargs)
         return init_model(model, plan.init_point, normalizer) if plan.init_point is not None else model
 

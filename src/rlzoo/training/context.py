@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from omegaconf import OmegaConf
 
 from rlzoo.loggers.outputs import make_logger, start_wandb
+from rlzoo.loggers.wandb_state import WandbState, finish
 from rlzoo.rundir import RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.faults import run_writes
@@ -68,12 +69,15 @@ class RunContext:
         wandb_run = None
         if plan.logging.wandb is not None:
             wandb_run = start_wandb(plan.logging.wandb, plan.run, OmegaConf.to_container(plan.config))  # type: ignore[arg-type]
+        state = WandbState.of(plan.run) if wandb_run is not None else None  # one W&B record for every learner
         models = learning.models
         for name, model in models.items():
             folder = RunDir(plan.run.learner_dir(name)) if name else plan.run
             folder.path.mkdir(parents=True, exist_ok=True)
             prefix = f"{name}/" if name else ""
-            model.set_logger(make_logger(folder, plan.logging.formats, wandb_run, wandb_prefix=prefix))
+            model.set_logger(
+                make_logger(folder, plan.logging.formats, wandb_run, wandb_prefix=prefix, wandb_state=state)
+            )
         self._cleanup.callback(self._close_logging, models, wandb_run)
 
     def _close_logging(self, models: Mapping[str, BaseAlgorithm], wandb_run: object) -> None:
@@ -82,7 +86,7 @@ class RunContext:
         if wandb_run is not None:
             if self.plan.run.is_finished():
                 wandb_run.summary.update(self.plan.run.read_metrics())  # type: ignore[attr-defined]
-            wandb_run.finish()  # type: ignore[attr-defined]
+            finish(wandb_run)
 
     def seconds(self) -> float:
         """Wall seconds since the run started (this process)."""

@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
+from rlzoo.training.safe_load import describe_saved_space, first_line
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -120,13 +121,12 @@ def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> Ini
     return point
 
 
-def _saved_spaces(model: Path) -> tuple[spaces.Space, spaces.Space]:
-    """The observation and action spaces stored in an SB3 ``model.zip`` (its ``data`` entry only, no weights)."""
-    from stable_baselines3.common.save_util import json_to_data
-
+def _saved_spaces(model: Path) -> tuple[str, str]:
+    """The observation and action spaces stored in an SB3 ``model.zip``, described from the plain JSON of its
+    ``data`` entry (its pickles are not read)."""
     with zipfile.ZipFile(model) as archive:
-        data = json_to_data(archive.read("data").decode())
-    return data["observation_space"], data["action_space"]
+        data = json.loads(archive.read("data").decode())
+    return describe_saved_space(data["observation_space"]), describe_saved_space(data["action_space"])
 
 
 def _describe(space: spaces.Space) -> str:
@@ -144,9 +144,9 @@ def check_spaces(point: InitPoint, venv: VecEnv) -> None:
         ("observation", observation_space, venv.observation_space),
         ("action", action_space, venv.action_space),
     ):
-        if type(saved) is not type(new) or _describe(saved) != _describe(new):
+        if saved != _describe(new):
             raise ConfigError(
-                f"init_from={point.pinned}: the saved model's {what} space is {_describe(saved)}, this run's is "
+                f"init_from={point.pinned}: the saved model's {what} space is {saved}, this run's is "
                 f"{_describe(new)}; fine-tuning needs the same {what}s (env variant and srl_model as shaped)"
             )
 
@@ -156,7 +156,10 @@ def init_model(model: BaseAlgorithm, point: InitPoint, normalizer: VecNormalize 
     statistics into ``normalizer``; return ``model``."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    _, params, _ = load_from_zip_file(point.model, device=model.device)
+    try:  # the weights only (torch.load with weights_only): the data entry's pickles are not read
+        _, params, _ = load_from_zip_file(point.model, device=model.device, load_data=False)
+    except Exception as error:  # a truncated zip, a .pth holding a pickled object ...
+        raise ConfigError(f"init_from={point.pinned}: {point.model} cannot be read: {first_line(error)}") from None
     if params is None or "policy" not in params:
         raise ConfigError(f"init_from={point.pinned}: {point.model} holds no policy weights")
     try:

@@ -22,6 +22,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir, load_obs_norm, save_model
 from rlzoo.training.build import load_model
 from rlzoo.training.normalization import FrozenNormalization, FrozenNormalize
+from rlzoo.training.safe_load import restore_weights
 
 EVALUATIONS_HEADER = "steps,mean_return,std_return,min_return,max_return,best"
 
@@ -141,11 +142,19 @@ def require_best_model(run: RunDir) -> Path:
     return run.best_model_folder() / MODEL
 
 
-def load_best(run: RunDir, algo_class: type[BaseAlgorithm], normalizer: VecNormalize | None) -> BaseAlgorithm:
+def load_best(
+    run: RunDir, algo_class: type[BaseAlgorithm], normalizer: VecNormalize | None, into: BaseAlgorithm | None = None
+) -> BaseAlgorithm:
     """The best model of a run that has just trained (``test_checkpoint=best``); ``normalizer`` takes its statistics
-    (training is over: the final model and statistics are saved)."""
+    (training is over: the final model and statistics are saved).
+
+    :param into: the trained model, which takes the best weights without unpickling anything (a resumed run dir may
+        come from elsewhere: :mod:`rlzoo.training.safe_load`); None (``trusted=true``): SB3's own load.
+    """
     folder = run.best_model_folder()
-    model = load_model(algo_class, folder / MODEL)
+    if into is not None:
+        restore_weights(into, folder / MODEL)
+    model = into if into is not None else load_model(algo_class, folder / MODEL)
     if normalizer is not None:
         FrozenNormalization(*load_obs_norm(folder / OBS_NORM)).restore(normalizer)
     return model

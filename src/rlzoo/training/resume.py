@@ -10,6 +10,7 @@ an off-policy run resumes with an empty buffer and goes on updating.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, load_obs_norm
+from rlzoo.training.safe_load import check_targets, restore_weights
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
 # Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be and
 # on how many envs the test episodes run.
-NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_envs")
+NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_envs", "trusted")
 # Keys a run dir written before they existed lacks: not compared when the saved config has none.
 ADDED_KEYS = ("total_episodes", "max_train_seconds", "max_test_steps", "test_envs", "env.observation")
 
@@ -166,6 +168,8 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
     if not run.config.is_file():
         raise ConfigError(f"resume={str(run_dir)!r} is not a run dir (no config.yaml); give a run dir to continue")
     saved = run.read_config()
+    if not composed.get("trusted"):
+        check_targets(saved, run.config)
     conflicts = []
     for override in overrides:
         key = override.split("=", 1)[0].lstrip("+~")
@@ -181,6 +185,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
         raise ConfigError(f"resume={run_dir}: overrides conflict with the run's saved config: {'; '.join(conflicts)}")
     saved.run_dir = str(run_dir)
     saved.resume = None
+    saved.trusted = bool(composed.get("trusted"))  # the caller's word, never the run's
     for key in ("verbose", "progress_bar", "max_test_steps", "test_envs"):
         if any(o.split("=", 1)[0] == key for o in overrides):
             saved[key] = composed[key]
@@ -188,13 +193,24 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
 
 
 def resume_model(
-    algo_class: type[BaseAlgorithm], point: ResumePoint, normalizer: VecNormalize | None, **kwargs: Any
+    algo_class: type[BaseAlgorithm],
+    point: ResumePoint,
+    normalizer: VecNormalize | None,
+    fresh: Callable[[], BaseAlgorithm] | None = None,
+    **kwargs: Any,
 ) -> BaseAlgorithm:
     """Load the model of ``point`` to continue training (its step counter included) and restore ``normalizer``'s
     statistics from it.
 
+    :param fresh: builds the model from the run's checked config; the checkpoint's weights and counters go into it
+        without unpickling anything (:func:`rlzoo.training.safe_load.restore_weights`). None (``trusted=true``):
+        SB3's own ``load``.
     :param kwargs: ``env``, ``device`` and attributes to set (``verbose``), as for ``BaseAlgorithm.load``.
     """
     if normalizer is not None and point.obs_norm is not None:
         normalizer.obs_rms = load_obs_norm(point.obs_norm).rms  # type: ignore[assignment]  # SB3 types it for dicts
-    return algo_class.load(point.model, **kwargs)
+    if fresh is None:
+        return algo_class.load(point.model, **kwargs)
+    model = fresh()
+    restore_weights(model, point.model)
+    return model

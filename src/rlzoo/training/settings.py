@@ -36,6 +36,7 @@ class RunSettings:
     verbose: Literal[0, 1, 2] = 1
     resume: str | None = None
     init_from: str | None = None
+    trusted: bool = False
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> RunSettings:

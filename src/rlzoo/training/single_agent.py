@@ -123,7 +123,8 @@ class SingleAgentLearning:
         """The test episodes, played by the final model or (``test_checkpoint=best``) the best evaluated one."""
         model = self.model
         if self.plan.settings.test_checkpoint == BEST:
-            model = load_best(self.plan.run, self.plan.factory.algo_class, self.normalizer)
+            into = None if self.plan.settings.trusted else model  # untrusted: the best weights only, no unpickling
+            model = load_best(self.plan.run, self.plan.factory.algo_class, self.normalizer, into)
         return play_test(self.build, model, self.normalizer)
 
 
