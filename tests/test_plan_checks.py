@@ -38,6 +38,12 @@ CASES = [
     ([*SAC, "algo.gamma=-0.1"], r"^algo.gamma=-0.1 must be a number in \[0, 1\]$"),
     ([*SAC, "algo.gradient_steps=0"], r"^algo.gradient_steps=0 must be an integer ≥ 1, or -1"),
     ([*SAC, "algo.learning_starts=-1"], r"^algo.learning_starts=-1 must be an integer ≥ 0$"),
+    (["algo.ent_coef=-1"], r"^algo.ent_coef=-1 must be a number ≥ 0, or 'auto' / 'auto_<x>' with x > 0"),
+    ([*SAC, "algo.ent_coef=-0.1"], r"^algo.ent_coef=-0.1 must be a number ≥ 0, or 'auto'"),
+    ([*SAC, "algo.ent_coef=auto_-1"], r"^algo.ent_coef='auto_-1' must be a number ≥ 0, or 'auto'"),
+    (["algo.vf_coef=-0.5"], r"^algo.vf_coef=-0.5 must be a number ≥ 0$"),
+    (["algo.target_kl=0"], r"^algo.target_kl=0 must be a number > 0$"),
+    (["algo=td3", "env=Pendulum", "algo.target_policy_noise=-0.2"], r"^algo.target_policy_noise=-0.2 must be a num"),
 ]
 
 
@@ -58,6 +64,9 @@ def test_constraint_fails_in_one_line_before_the_run_dir(
         [*DQN, "algo.train_freq=[1,episode]", "algo.learning_starts=0", "algo.gamma=1"],
         ["algo.learning_rate={_target_:stable_baselines3.common.utils.LinearSchedule,start:1e-3,end:0,end_fraction:1}"],
         ["algo.learning_rate=0"],
+        [*SAC, "algo.ent_coef=auto_0.1"],
+        [*SAC, "algo.ent_coef=0.05"],
+        ["algo.ent_coef=0"],
     ],
 )
 def test_values_sb3_gives_a_meaning_are_kept(overrides: list[str], compose: Compose) -> None:
