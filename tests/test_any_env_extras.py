@@ -79,6 +79,23 @@ def test_mujoco_skips_frames_natively() -> None:
     assert env.unwrapped.frame_skip == 2  # MuJoCo's own frame_skip, not an action-repeat wrapper
 
 
+def test_mujoco_warnings_leave_no_log_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    require_extra("mujoco", "mujoco")
+    import mujoco
+
+    monkeypatch.chdir(tmp_path)
+    env = make(EnvSpec.from_values({"id": "HalfCheetah-v5"}))
+    env.reset(seed=0)
+    data = env.unwrapped.data  # type: ignore[attr-defined]
+    data.qvel[:] = 1e30
+    mujoco.mj_step(env.unwrapped.model, data)  # type: ignore[attr-defined]
+    printed = capfd.readouterr()
+    assert "Nan, Inf or huge value in QVEL" in printed.out + printed.err  # still on the console
+    assert list(tmp_path.iterdir()) == []  # no MUJOCO_LOG.TXT
+
+
 def test_box2d_tasks_train_and_car_racing_observes_images(compose: Compose, tmp_path: Path) -> None:
     require_extra("Box2D", "box2d")
     cfg = compose(["algo=dqn", "env=LunarLander", *TINY_OFF_POLICY, "total_timesteps=100", "+env.max_episode_steps=30",

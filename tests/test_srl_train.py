@@ -258,7 +258,9 @@ def test_cli_with_run_dir_leaves_no_hydra_folder(tmp_path: Path) -> None:
          "device=cpu", f"run_dir={encoder}"],
     ]  # fmt: skip
     for command in commands:
-        done = subprocess.run([sys.executable, "-m", *command], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", *command], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     assert (data / "dataset.json").is_file() and (encoder / "encoder.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "encoder"]  # no outputs/
