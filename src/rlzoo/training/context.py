@@ -4,6 +4,7 @@ W&B run, and the guard that turns a failed write into one line."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from contextlib import ExitStack
 from types import TracebackType
@@ -13,6 +14,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from rlzoo.loggers.outputs import make_logger, start_wandb
+from rlzoo.rundir import RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.faults import building, run_writes
@@ -62,15 +64,18 @@ class RunContext:
         and log ``model``'s training (SB3's logger, and W&B when configured)."""
         plan = self.plan
         assert self._monitor is not None, "training_env() comes first"
+        fresh = not plan.run.path.exists()
         self._cleanup.enter_context(plan.run.locked())  # one process at a time in a run dir
         check_still_planned(plan.run, plan.resume_point, plan.config)
+        wandb_run = None
+        if plan.logging.wandb is not None:  # before anything is written: a failing wandb.init leaves no run behind
+            if fresh:
+                self._cleanup.callback(_remove_if_unused, plan.run)
+            wandb_run = start_wandb(plan.logging.wandb, plan.run, OmegaConf.to_container(plan.config))  # type: ignore[arg-type]
         open_run_dir(plan.run, plan.resume_point, plan.config)
         self._cleanup.enter_context(run_writes(plan.run))  # a full disk ...: one line, naming what survived
         self._monitor.open_files(plan.run.monitor_dir, override_existing=plan.resume_point is None)
         self._cleanup.callback(self._monitor.close_files)
-        wandb_run = None
-        if plan.logging.wandb is not None:
-            wandb_run = start_wandb(plan.logging.wandb, plan.run, OmegaConf.to_container(plan.config))  # type: ignore[arg-type]
         model.set_logger(make_logger(plan.run, plan.logging.formats, wandb_run))
         self._cleanup.callback(self._close_logging, model, wandb_run)
 
@@ -84,3 +89,9 @@ class RunContext:
     def seconds(self) -> float:
         """Wall seconds since the run started (this process)."""
         return time.perf_counter() - self.started
+
+
+def _remove_if_unused(run: RunDir) -> None:
+    """Remove a run dir this run made and never wrote its config to (W&B failed to start): nothing half-written."""
+    if not run.config.exists():
+        shutil.rmtree(run.path, ignore_errors=True)
