@@ -27,7 +27,7 @@ TINY = ["test_episodes=1", "checkpoint_freq=0", "verbose=0", "logger.formats=[cs
 
 def test_atari_trains_on_stacked_grey_frames_and_tests_whole_games(compose: Compose, tmp_path: Path) -> None:
     require_extra("ale_py", "atari")
-    cfg = compose(["algo=ppo", "env=atari", "env.id=ALE/Breakout-v5", "+env.max_num_frames_per_episode=800",
+    cfg = compose(["algo=ppo", "env=atari", "env.id=ALE/Breakout-v5", "env.max_num_frames_per_episode=800",
                    "n_envs=2", "algo.n_steps=16", "algo.batch_size=32", "algo.n_epochs=1", "total_timesteps=64",
                    *TINY])  # fmt: skip
     plan = plan_run(cfg)
@@ -107,3 +107,17 @@ def test_box2d_tasks_train_and_car_racing_observes_images(compose: Compose, tmp_
     assert plan.policy == "CnnPolicy" and plan.config.env.observation == "image"
     plan = plan_run(compose(["algo=ppo", "env=BipedalWalker"], elsewhere))
     assert plan.policy == "MlpPolicy" and plan.config.env.observation == "native"
+
+
+def test_atari_games_end_at_the_documented_cap(compose: Compose, tmp_path: Path) -> None:
+    """A policy that never presses FIRE (Breakout waits for it after a lost life) ends its test game at 18,000
+    frames, 4,500 agent steps (conf/env/atari.yaml), not at ALE's 108,000."""
+    require_extra("ale_py", "atari")
+    plan = plan_run(compose(["algo=ppo", "env=atari", "env.id=ALE/Breakout-v5"], tmp_path / "plan"))
+    env = make(plan.spec)  # a test env
+    env.reset(seed=0)
+    steps, ended = 0, False
+    while not ended and steps < 30_000:
+        _, _, terminated, truncated, _ = env.step(0)  # NOOP
+        steps, ended = steps + 1, terminated or truncated
+    assert truncated and 4_490 <= steps <= 4_500  # less the reset's no-ops and FIRE (raw frames)
