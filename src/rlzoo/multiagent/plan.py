@@ -32,6 +32,7 @@ class LayoutSettings:
     layout: Literal["independent", "shared", "fixed"]
     learner: str | None = None
     opponent: str | None = None
+    alternate_seats: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class MultiagentPlan:
     :param agents: every possible agent's spaces, in the env's order.
     :param learners: learner name → the agent keys it acts for (independent: one key each; shared: all keys under
         ``shared``; fixed: the learning key); keys in no learner play the fixed opponent.
+    :param seats: the fixed layout with ``alternate_seats``: the seats its one learner takes in turn, one episode
+        each (the opponent plays the others); empty: every key keeps its role.
     """
 
     config: DictConfig
@@ -53,6 +56,7 @@ class MultiagentPlan:
     learners: dict[str, tuple[str, ...]]
     policy: str | type
     logging: LogPlan
+    seats: tuple[str, ...] = ()
 
     @property
     def run(self) -> RunDir:
@@ -104,7 +108,7 @@ def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()
     policy = factory.policy_for("Mlp")
     return MultiagentPlan(
         OmegaConf.create(values), settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents,
-        learners, policy, _log_plan(values["logger"], settings.verbose),
+        learners, policy, _log_plan(values["logger"], settings.verbose), _seats(layout, agents, learners),
     )  # fmt: skip
 
 
@@ -145,6 +149,22 @@ def _learners(layout: LayoutSettings, agents: dict[str, AgentSpaces]) -> dict[st
     if opponent != "random" and not RunDir(Path(opponent)).is_run():
         raise ConfigError(f"multiagent.opponent={opponent!r} is neither 'random' nor a run dir (no config.yaml)")
     return {learner: (learner,)}
+
+
+def _seats(
+    layout: LayoutSettings, agents: dict[str, AgentSpaces], learners: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The seats the fixed layout's learner takes in turn: its own first, then the others in the env's order."""
+    if layout.layout != "fixed" or not layout.alternate_seats:
+        return ()
+    ((learner,),) = learners.values()
+    for key, spaces_ in agents.items():
+        if spaces_ != agents[learner]:
+            raise ConfigError(
+                f"multiagent.alternate_seats=true: the learner ({learner}) cannot take {key}'s seat, whose "
+                "observation or action space differs; set multiagent.alternate_seats=false"
+            )
+    return (learner, *(key for key in agents if key != learner))
 
 
 def _check_learner(factory: AlgorithmFactory, name: str, spaces_: list[AgentSpaces]) -> None:

@@ -67,7 +67,7 @@ def build_team(plan: MultiagentPlan) -> TrainingMultiagent:
         plan.factory, plan.policy, plan.agents, plan.learners,
         seed=plan.seed, device=plan.hardware.device, train_steps=train_steps, verbose=plan.settings.verbose,
     )  # fmt: skip
-    return TrainingMultiagent(learners, opponent_for(plan))
+    return TrainingMultiagent(learners, opponent_for(plan), plan.seats)
 
 
 def _checkpoints(plan: MultiagentPlan, team: TrainingMultiagent) -> Callable[[int], None]:
