@@ -17,6 +17,7 @@ from extras import require_extra
 from rlzoo.any_env.making import make
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.any_env.wrappers import GAME
+from rlzoo.replay.loading import load_run
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from rlzoo.training.monitor import PerEnvMonitor
@@ -121,3 +122,15 @@ def test_atari_games_end_at_the_documented_cap(compose: Compose, tmp_path: Path)
         _, _, terminated, truncated, _ = env.step(0)  # NOOP
         steps, ended = steps + 1, terminated or truncated
     assert truncated and 4_490 <= steps <= 4_500  # less the reset's no-ops and FIRE (raw frames)
+
+
+def test_load_agent_on_atari_plays_two_games_as_enjoy(compose: Compose, tmp_path: Path) -> None:
+    """An Atari agent (4 stacked 84 x 84 frames) takes the observations of ``agent.make_env()`` (AtariWrapper's)
+    and acts as ``rlzoo.enjoy`` does, step by step, over two games of a plain loop."""
+    require_extra("ale_py", "atari")
+    from test_frame_stack_agents import assert_plays_as_enjoy
+
+    game = ["algo=ppo", "env=atari", "env.id=ALE/Breakout-v5", "env.max_num_frames_per_episode=400"]
+    train(compose([*game, "algo.n_steps=16", "algo.batch_size=16", "algo.n_epochs=1", "total_timesteps=32", *TINY]))
+    assert load_run(tmp_path / "run").spec.options.frame_stack == 4
+    assert_plays_as_enjoy(tmp_path / "run")
