@@ -129,17 +129,16 @@ def check_wandb_online(settings: WandbSettings) -> None:
     url = os.environ.get("WANDB_BASE_URL", WANDB_HOST).rstrip("/")
     parts = urlsplit(url)
     host = parts.hostname or url
-    offline = OFFLINE_HINT
     if not _has_wandb_credentials(host):
         raise ConfigError(
-            f"logger.wandb.mode=online needs W&B credentials (WANDB_API_KEY or `wandb login`) for {url}; {offline}"
+            f"logger.wandb.mode=online needs W&B credentials (WANDB_API_KEY or `wandb login`) for {url}; {OFFLINE_HINT}"
         )
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
         raise ConfigError(
-            f"logger.wandb.mode=online cannot reach {url} within {CONNECT_TIMEOUT_S:g} s ({error}); {offline}"
+            f"logger.wandb.mode=online cannot reach {url} within {CONNECT_TIMEOUT_S:g} s ({error}); {OFFLINE_HINT}"
         ) from None
 
 
