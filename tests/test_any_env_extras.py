@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from agent_loops import assert_plays_as_enjoy
 from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
 from extras import require_extra
 from rlzoo.any_env.making import make
@@ -128,8 +129,6 @@ def test_load_agent_on_atari_plays_two_games_as_enjoy(compose: Compose, tmp_path
     """An Atari agent (4 stacked 84 x 84 frames) takes the observations of ``agent.make_env()`` (AtariWrapper's)
     and acts as ``rlzoo.enjoy`` does, step by step, over two games of a plain loop."""
     require_extra("ale_py", "atari")
-    from test_frame_stack_agents import assert_plays_as_enjoy
-
     game = ["algo=ppo", "env=atari", "env.id=ALE/Breakout-v5", "env.max_num_frames_per_episode=400"]
     train(compose([*game, "algo.n_steps=16", "algo.batch_size=16", "algo.n_epochs=1", "total_timesteps=32", *TINY]))
     assert load_run(tmp_path / "run").spec.options.frame_stack == 4
