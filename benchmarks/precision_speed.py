@@ -6,8 +6,8 @@ processes hits every variant alike; printed: ms per iteration and the speed-up o
 
 - ``encoder training``: one Adam step of a keypoint encoder (32 channels, 100 keypoints) and its decoder on a batch of
   32 pairs (64 images of 64 x 64), as srl_splits and the autoencoder train;
-- ``encoder in RL``: the states of 8 images (one step of 8 envs) from a loaded encoder: batch norms unfolded (as before
-  session 25), folded, folded + bf16;
+- ``encoder in RL``: the states of 8 images (one step of 8 envs) from a loaded encoder: batch norms unfolded, folded,
+  folded + bf16;
 - ``raw-pixel PPO``: one gradient step of SB3's NatureCNN (64 x 64, batch 256, PPO's minibatch) and a value head.
 
     python benchmarks/precision_speed.py              # ~1 min

@@ -7,6 +7,7 @@ moves, so two checkouts compare stage by stage::
 
     python benchmarks/srl_slice.py run --src <checkout> --out <dir>     # the slice of one checkout
     python benchmarks/srl_slice.py compare <baseline dir> <new dir>     # CPU-s per stage and the ratios
+    python benchmarks/srl_slice.py project <dir>                        # scaled to the 10-seed benchmark
 
 ``run`` starts ``python -m rlzoo.pipeline`` of ``<checkout>`` (its ``src/`` first on ``PYTHONPATH``) with
 ``benchmarks/stage_cpu`` beside it, which logs each stage's CPU seconds to ``<dir>/stages.jsonl``; the whole command's
@@ -61,20 +62,21 @@ def run(src: Path, out: Path, extra: list[str]) -> None:
 
 
 def stages(folder: Path) -> dict[str, float]:
-    """CPU seconds per stage: dataset, each encoder, each representation's run (its test episodes apart), the rest."""
+    """CPU seconds per stage: dataset, each encoder, each representation's run (its test episodes apart), the rest.
+    A run's test episodes are logged before the run itself ends, by the same process."""
     sums: dict[str, float] = defaultdict(float)
-    rl_runs = {"total": 0.0}
+    tests: dict[int, float] = defaultdict(float)  # by pid: test episodes not yet given to their run
     for line in (folder / "stages.jsonl").read_text().splitlines():
         record = json.loads(line)
-        stage, name = record["stage"], record["label"]
-        if stage == "rl_run":
-            sums[f"rl {name} (training)"] += record["cpu_s"]
-            rl_runs["total"] += record["cpu_s"]
-        elif stage == "test_episodes":
-            sums[f"rl {name} (training)"] -= record["cpu_s"]
-            sums[f"rl {name} test episodes"] += record["cpu_s"]
+        stage, name, cpu = record["stage"], record["label"], record["cpu_s"]
+        if stage == "test_episodes":
+            tests[record["pid"]] += cpu
+        elif stage == "rl_run":
+            test = tests.pop(record["pid"], 0.0)
+            sums[f"rl {name} (training)"] += cpu - test
+            sums[f"rl {name} test episodes"] += test
         elif stage in ("dataset", "encoder"):
-            sums[f"{stage} {name}".strip()] += record["cpu_s"]
+            sums[f"{stage} {name}".strip()] += cpu
     total = json.loads((folder / "total.json").read_text())
     sums["start-up, planning, table (the rest)"] = total["cpu_s"] - sum(sums.values())
     sums["total"] = total["cpu_s"]
@@ -93,6 +95,29 @@ def compare(baseline: Path, new: Path) -> None:
         print(f"{name}: wall {total['wall_s']:.0f} s, load {total['load_before']} -> {total['load_after']}")
 
 
+# The committed experiment's scale: 250k steps (5 slices) per run, 10 seeds, and the epochs its encoders trained
+# before validation stopped them in the last full run (autoencoder 29, srl_splits 14, supervised 8).
+RUN_SLICES, SEEDS = 5, 10
+EPOCHS = {"autoencoder": 29, "srl_splits": 14, "supervised": 8, "random": 1}
+
+
+def project(folder: Path) -> None:
+    """The full 10-seed benchmark's CPU seconds, scaled linearly from the slice stage by stage."""
+    total = 0.0
+    print("| stage | slice CPU s | x | projected CPU s |")
+    print("|---|---:|---:|---:|")
+    for key, cpu in stages(folder).items():
+        if key == "total":
+            continue
+        method = key.split()[1] if key.startswith(("encoder", "rl")) else ""
+        factor = float(EPOCHS.get(method, 1) if key.startswith("encoder") else 1)
+        if key.startswith("rl"):
+            factor = float(SEEDS * (RUN_SLICES if key.endswith("(training)") else 1))
+        total += cpu * factor
+        print(f"| {key} | {cpu:.1f} | {factor:g} | {cpu * factor:,.0f} |")
+    print(f"| total | | | {total:,.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,11 +128,14 @@ def main() -> None:
     compare_parser = commands.add_parser("compare")
     compare_parser.add_argument("baseline", type=Path)
     compare_parser.add_argument("new", type=Path)
+    commands.add_parser("project").add_argument("folder", type=Path)
     args = parser.parse_args()
     if args.command == "run":
         run(args.src, args.out, args.overrides)
-    else:
+    elif args.command == "compare":
         compare(args.baseline, args.new)
+    else:
+        project(args.folder)
 
 
 if __name__ == "__main__":

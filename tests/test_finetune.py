@@ -98,9 +98,9 @@ def test_a_run_dir_without_a_model_is_one_line(
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "config.yaml").write_text(source.config.read_text())  # a run that never saved a model
-    with pytest.raises(ConfigError, match=r"has no final model \(available: none\)"):
+    with pytest.raises(ConfigError, match=r"has no final model.zip .*available: none"):
         train(compose([*RUN, f"init_from={empty}"], run_dir=tmp_path / "tuned"))
-    with pytest.raises(ConfigError, match=r"run .* has no 999 model \(available: final, 64, 128\)"):
+    with pytest.raises(ConfigError, match=r":999 not found in run .*; available: final, 64, 128"):
         train(compose([*RUN, f"init_from={source.path}:999"], run_dir=tmp_path / "tuned"))
     argv = ["rlzoo.train", *RUN, f"init_from={tmp_path / 'nowhere'}", f"hydra.run.dir={tmp_path / 'cli'}"]
     monkeypatch.setattr(sys, "argv", argv)

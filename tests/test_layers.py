@@ -89,6 +89,26 @@ def test_no_import_circle() -> None:
     assert circles == []
 
 
+def test_a_module_no_layer_names_has_no_layer() -> None:
+    """The check above can fail: a new top-level module is in no layer until the table names it (the package's own
+    name covers only its ``__init__``)."""
+    with pytest.raises(KeyError, match=r"rlzoo\.newcomer is in no layer"):
+        layer_of("rlzoo.newcomer")
+    assert LAYERS[layer_of("rlzoo")][0] == "envs"
+
+
+def test_architecture_md_names_every_package_and_top_level_module() -> None:
+    """``docs/architecture.md``'s table names every package and top-level module of ``src/rlzoo`` (as `name`,
+    `name/` or `name.py`), and every module of the layer table exists."""
+    text = (SOURCE.parents[0] / "docs" / "architecture.md").read_text()
+    top = sorted(p.stem for p in (SOURCE / "rlzoo").iterdir() if p.suffix == ".py" and p.stem != "__init__")
+    top += sorted(p.name for p in (SOURCE / "rlzoo").iterdir() if (p / "__init__.py").is_file())
+    unnamed = [name for name in top if not re.search(rf"`{name}(/|\.py)?`", text)]
+    assert unnamed == []
+    named = [prefix for _, prefixes in LAYERS for prefix in prefixes]
+    assert [m for m in named if not _is_module(m)] == []
+
+
 @pytest.mark.parametrize(("module", "layer"), [("rlzoo.srl.train", "entrypoints"), ("rlzoo.srl.losses", "srl")])
 def test_longest_prefix_decides(module: str, layer: str) -> None:
     assert LAYERS[layer_of(module)][0] == layer

@@ -20,8 +20,8 @@ from pettingzoo.classic import tictactoe_v3  # noqa: E402
 from rlzoo.errors import ConfigError  # noqa: E402
 from rlzoo.multiagent.agents import RandomMultiagent, load_multiagent  # noqa: E402
 from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
+from rlzoo.multiagent.kind import build_team  # noqa: E402
 from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
-from rlzoo.multiagent.run import build_team  # noqa: E402
 from rlzoo.multiagent.state import MultiagentState  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 
@@ -184,7 +184,7 @@ BAD_INPUTS = [
     (["algo=ppo", *TICTACTOE, "multiagent=random", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "n_envs=2"], "n_envs=1"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "sampled_test=true"],
-     "sampled_test=true: multi-agent runs play one test"),
+     "sampled_test=True is not honoured by multi-agent runs"),
 ]  # fmt: skip
 
 

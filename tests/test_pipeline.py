@@ -175,7 +175,7 @@ def test_bad_input_stops_before_anything_is_written(tmp_path: Path, monkeypatch:
 def test_a_comment_in_the_experiment_files_keeps_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = pipeline_spec([*TINY, f"pipeline.dir={tmp_path / 'pipe'}"])
     before = spec.identity()
-    # A dir recorded before session 23 (the files' text, not their content) is still this experiment's cache.
+    # A dir whose record holds the files' text (an older form), not their content, is still this experiment's cache.
     spec.dir.mkdir()
     legacy = before | {"experiment_files": content_key(spec.experiment_files())}
     (spec.dir / IDENTITY).write_text(OmegaConf.to_yaml(OmegaConf.create(legacy)))
@@ -228,7 +228,7 @@ def test_each_encoders_runs_start_as_soon_as_it_is_trained(monkeypatch: pytest.M
 
     jobs = [Job({"env": "E", "srl_model": m, "seed": 0}, m) for m in ("ground_truth", "fast", "slow")]
     encoders = {("E", m): SimpleNamespace(folder=Path(m), done=False) for m in ("fast", "slow")}
-    spec = SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2, runs_beside_encoders=True)
+    spec = SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2, runs_beside_encoders=True, slurm=None)
     plan = SimpleNamespace(spec=spec, datasets={}, encoders=encoders, jobs=jobs)
     monkeypatch.setattr(command, "plan_pipeline", lambda spec: plan)
     monkeypatch.setattr(command, "run_steps", train_encoders)

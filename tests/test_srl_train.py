@@ -18,7 +18,8 @@ from rlzoo.replay.loading import load_run
 from rlzoo.srl.collection import make_collection_env
 from rlzoo.srl.dataset import load_dataset
 from rlzoo.srl.encoder import find_encoder, load_encoder
-from rlzoo.srl.train import KIND_KEYS, REPRESENTATION_KEYS, SRL_CONFIG_DIR, compose_srl_config
+from rlzoo.srl.kinds import ENCODER_KINDS
+from rlzoo.srl.train import REPRESENTATION_KEYS, SRL_CONFIG_DIR, compose_srl_config
 from rlzoo.srl.wrapper import EncodeObservations
 from rlzoo.train import train
 from srl_helpers import RANDOM_TARGET, TINY_DATASET, make_dataset, make_encoder
@@ -156,7 +157,7 @@ def test_whiten_folds_a_zca_transform_into_the_last_layer(dataset: Path, tmp_pat
 
 def test_kinds_have_their_keys() -> None:
     cfg = compose_srl_config(["srl_model=random"], run_dir="x")
-    assert set(cfg.srl_model) - REPRESENTATION_KEYS == KIND_KEYS["random"]
+    assert set(cfg.srl_model) - REPRESENTATION_KEYS == ENCODER_KINDS["random"].allowed_keys()
 
 
 def _rl(run_dir: Path, checkpoint: str | Path, extra: tuple[str, ...] = ()) -> dict[str, float]:

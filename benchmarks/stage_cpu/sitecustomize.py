@@ -24,7 +24,8 @@ LOG = os.environ.get("RLZOO_STAGE_LOG")
 STAGES: dict[str, list[tuple[str, str]]] = {
     "rlzoo.collect": [("collect", "dataset")],
     "rlzoo.srl.train": [("train_encoder", "encoder")],
-    "rlzoo.training.run": [("train_run", "rl_run"), ("_test", "test_episodes")],
+    "rlzoo.training.run": [("run", "rl_run")],
+    "rlzoo.training.single_agent": [("play_test", "test_episodes")],
 }
 
 

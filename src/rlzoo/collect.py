@@ -47,7 +47,7 @@ class AgentPolicy:
     on the env's own observation with its frozen normalisation. Loaded once per episode in each worker.
 
     :param run: the run dir.
-    :param checkpoint: ``final``, ``latest`` or the steps of one of its checkpoints.
+    :param checkpoint: ``final``, ``latest``, ``best`` or a checkpoint's steps (:meth:`rlzoo.rundir.RunDir.find_model`).
     :param deterministic: the agent's deterministic action instead of a sample.
     """
 

@@ -21,10 +21,10 @@ from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
-from rlzoo.replay.loading import FINAL, LATEST, LoadedRun, load_run, model_folder, open_run, run_episodes
+from rlzoo.replay.loading import LoadedRun, load_run, model_folder, open_run, run_episodes
 from rlzoo.replay.plots import plot_actions, plot_trajectories
 from rlzoo.replay.video import write_video
-from rlzoo.rundir import MODEL, RunDir
+from rlzoo.rundir import FINAL, LATEST, MODEL, RunDir
 from rlzoo.schema import at_least, parse
 
 PLOTS = ("trajectory", "action_probabilities")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 
 @contextmanager
@@ -28,3 +30,27 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` so that ``path`` is either absent/old or complete, never half-written."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+@contextmanager
+def locked(lock_path: Path, *, wait: bool = True) -> Iterator[IO[str]]:
+    """Hold the kernel's exclusive lock (``flock``) on ``lock_path`` (made if missing) while the block runs; yield the
+    open lock file. A killed holder frees it. ``wait=False``: raise :class:`BlockingIOError` at once when another
+    process holds it. On a file system without locks (some network or FUSE mounts) the block runs unguarded.
+
+    Every file lock of rlzoo is this one: a run dir's (:meth:`rlzoo.rundir.RunDir.locked`), a sweep summary's writers,
+    a study's output writers.
+    """
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a+") as lock_file:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise
+        except OSError:  # no locks to take here
+            yield lock_file
+            return
+        try:
+            yield lock_file
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)

@@ -4,18 +4,21 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 ======  ==================  ===========================================================================================
 layer   name                modules
 ======  ==================  ===========================================================================================
-0       ground floor        errors, files, schema, signature, hardware, config, rundir, cli, layers (no rlzoo imports
-                            but each other)
+0       ground floor        errors, files, schema, signature, hardware, precision, collector, config, model_files,
+                            rundir, cli, layers (no rlzoo imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
+                            (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
 3       srl                 srl: representations, encoders, losses, datasets, metrics
 4       approximation       approximation: building blocks of algorithms (approximations, Q-networks, replay, K-FAC)
 5       algos               algos: the algorithm factory, algorithms SB3 lacks, the JAX backend
 6       loggers             loggers: SB3 logger outputs, W&B, visdom live plots
-7       training            training: plan, build, budget, callbacks, resume, fine-tune, one run
+7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run, the one
+                            run skeleton
 8       results, replay     results (reading many runs), replay (loading one trained run, plots, videos)
 9       agents              agents: the agent API (state, presets, load_agent, run_experiment)
-10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, run
+10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
+                            multi-agent kind of run
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
 12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline
 ======  ==================  ===========================================================================================
@@ -23,7 +26,9 @@ layer   name                modules
 
 from __future__ import annotations
 
-# Module prefixes of each layer, lowest first; a module belongs to the layer of its longest matching prefix.
+# Module prefixes of each layer, lowest first; a module belongs to the layer of its longest matching prefix. The bare
+# package name matches the package's own ``__init__`` only (PACKAGE), so a module no layer names has no layer.
+PACKAGE = "rlzoo"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "ground floor",
@@ -33,13 +38,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.schema",
             "rlzoo.signature",
             "rlzoo.hardware",
+            "rlzoo.precision",
+            "rlzoo.collector",
             "rlzoo.config",
+            "rlzoo.model_files",
             "rlzoo.rundir",
             "rlzoo.cli",
             "rlzoo.layers",
         ),
     ),
-    ("envs", ("rlzoo", "rlzoo.envs")),
+    ("envs", (PACKAGE, "rlzoo.envs")),
     ("any_env", ("rlzoo.any_env",)),
     ("srl", ("rlzoo.srl",)),
     ("approximation", ("rlzoo.approximation",)),
@@ -76,7 +84,7 @@ def layer_of(module: str) -> int:
     best, best_length = -1, -1
     for number, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            matches = module == prefix or module.startswith(prefix + ".")
+            matches = module == prefix or (prefix != PACKAGE and module.startswith(prefix + "."))
             if matches and len(prefix) > best_length:
                 best, best_length = number, len(prefix)
     if best < 0:

@@ -20,6 +20,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import csv_table, file_name, markdown_table, plot_env
 from rlzoo.results import stats as results_stats
+from rlzoo.results import verdicts
 from rlzoo.results.comparison import AUTO, Row, compare
 from rlzoo.results.runs import Group
 from rlzoo.schema import at_least, parse
@@ -36,6 +37,8 @@ class PlotSettings:
     baseline: str | None = AUTO
     last_episodes: int = field(default=100, metadata=at_least(1))
     smooth: int = field(default=100, metadata=at_least(1))
+    verdict_of: str | None = None
+    verdict_ci: float = 0.95
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> PlotSettings:
@@ -49,8 +52,15 @@ class PlotSettings:
             if not budgets or any(isinstance(b, bool) or not isinstance(b, int | float) or b <= 0 for b in budgets):
                 raise ConfigError(f"budgets={budgets!r}; allowed: a list of agent-step counts > 0, e.g. [20000,50000]")
             values["budgets"] = tuple(sorted({int(b) for b in budgets}))
+        check_verdict_ci(values.get("verdict_ci", 0.95), "verdict_ci")
         values["dir"] = str(values["dir"])
         return parse(cls, values)  # type: ignore[arg-type]
+
+
+def check_verdict_ci(value: object, key: str) -> None:
+    """Refuse a verdict CI level outside (0, 1), naming ``key``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"{key}={value!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
     """Find, group and plot the runs under ``settings.dir``; write one PNG per env and the results table."""
     comparison = compare(settings.dir, settings.budgets, settings.baseline, settings.last_episodes)
     groups, rows, baseline = comparison.groups, comparison.rows, comparison.baseline
+    verdicts.check_reference(settings.verdict_of, [g.srl_model for g in groups])
     out = Path(settings.out) if settings.out else Path(settings.dir) / "plots"
     out.mkdir(parents=True, exist_ok=True)
     figures = [
@@ -83,11 +94,12 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
         )
         for env in sorted({g.env for g in groups if g.scored_runs})
     ]
-    stats = results_stats.row_stats(rows, baseline)
+    reference = settings.verdict_of
+    stats = results_stats.row_stats(rows, baseline, reference=reference, confidence=settings.verdict_ci)
     profiles = results_stats.plot_profiles(rows, out)
     notes = comparison.notes + ([] if results_stats.rliable_installed() else [results_stats.MISSING_NOTE])
     caption = results_stats.CAPTION.format(last=settings.last_episodes, reps=results_stats.REPS)
-    markdown = markdown_table(rows, baseline, stats)
+    markdown = markdown_table(rows, baseline, stats, reference)
     tables = [out / "results.md", out / "results.csv"]
     atomic_write_text(tables[0], markdown)
     atomic_write_text(tables[1], csv_table(rows, stats))

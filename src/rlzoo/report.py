@@ -46,7 +46,15 @@ def main(cfg: DictConfig) -> None:
     settings = ReportSettings.from_config(cfg)
     plot = settings.plot
     out = None if plot.out is None else Path(plot.out)
-    write_report(plot.dir, out, budgets=plot.budgets, baseline=plot.baseline, videos=settings.videos)
+    write_report(
+        plot.dir,
+        out,
+        budgets=plot.budgets,
+        baseline=plot.baseline,
+        videos=settings.videos,
+        verdict_of=plot.verdict_of,
+        verdict_ci=plot.verdict_ci,
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ A run directory holds::
     resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
     error.txt              the error of a sweep job that failed
     models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
+    models.json            a multi-agent run's steps trained, written once every learner's final model is saved
     returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
     test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
     metrics.json           summary; written last, so its presence means the run finished
@@ -25,34 +26,40 @@ A run directory holds::
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import stat
 import tempfile
 import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.files import atomic_path, atomic_write_text
+from rlzoo.files import atomic_write_text, locked
+from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
+    LEARNERS,
+    MODEL,
+    OBS_NORM,
+    ObsNorm,
+    has_model,
+    load_obs_norm,
+    save_model,
+    save_models,
+    save_obs_norm,
+)
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
     from stable_baselines3.common.vec_env import VecNormalize
 
 CONFIG = "config.yaml"
-MODEL = "model.zip"
-OBS_NORM = "obs_norm.npz"
 METRICS = "metrics.json"
 TEST_RETURNS = "test_returns.csv"
 SAMPLED_TEST_RETURNS = "test_returns_sampled.csv"
@@ -64,61 +71,17 @@ CHECKPOINT_STATE = "state.json"
 RESUMES = "resumes.csv"
 ERROR = "error.txt"
 ENJOY = "enjoy"
-BEST = "best"  # keep-best evaluation: best/model.zip (+ obs_norm.npz)
+# The checkpoint vocabulary (``checkpoint=``, ``init_from=<run dir>:``, ``load_agent(checkpoint=)``, the report), one
+# meaning each: see RunDir.find_model.
+FINAL = "final"  # the model saved when training ended (model.zip)
+LATEST = "latest"  # the model written last: the final one when training ended, else the newest checkpoint
+BEST = "best"  # keep-best evaluation's best evaluated model: best/model.zip (+ obs_norm.npz)
+CHECKPOINT_CHOICES = f"{FINAL}, {LATEST}, {BEST} or the steps of a checkpoint"
 EVALUATIONS = "evaluations.csv"
-LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
+LEARNERS_STATE = "models.json"  # multi-agent runs: written once every learner's final model is saved
 AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
 LOCK = ".lock"
-
-
-def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
-    """Save observation statistics as plain arrays (no pickle), atomically."""
-    rms = normalizer.obs_rms
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
-
-    assert isinstance(rms, RunningMeanStd), "dict observation spaces are not normalised by rlzoo"
-    with atomic_path(path) as tmp, tmp.open("wb") as stream:
-        np.savez(
-            stream,
-            mean=rms.mean,
-            var=rms.var,
-            count=np.asarray(rms.count),
-            clip_obs=np.asarray(normalizer.clip_obs),
-            epsilon=np.asarray(normalizer.epsilon),
-        )
-
-
-class ObsNorm(NamedTuple):
-    """Observation-normalisation statistics as :func:`save_obs_norm` writes them."""
-
-    rms: RunningMeanStd
-    clip_obs: float
-    epsilon: float
-
-
-def load_obs_norm(path: Path) -> ObsNorm:
-    """Read statistics written by :func:`save_obs_norm` (plain arrays, no pickle)."""
-    from stable_baselines3.common.running_mean_std import RunningMeanStd
-
-    with np.load(path, allow_pickle=False) as data:
-        rms = RunningMeanStd(shape=data["mean"].shape)
-        rms.mean = data["mean"].astype(np.float64)
-        rms.var = data["var"].astype(np.float64)
-        rms.count = float(data["count"])
-        return ObsNorm(rms, float(data["clip_obs"]), float(data["epsilon"]))
-
-
-def save_model(folder: Path, model: BaseAlgorithm, normalizer: VecNormalize | None) -> None:
-    """Save a model (and its normalisation statistics) into ``folder``, each file atomically."""
-    try:
-        with atomic_path(folder / MODEL) as tmp:
-            model.save(tmp)
-    except OSError as error:  # a full disk ...: name the file (torch's writes carry no file name)
-        error.filename = error.filename or str(folder / MODEL)
-        raise
-    if normalizer is not None:
-        save_obs_norm(folder / OBS_NORM, normalizer)
 
 
 class RunDirInUse(ConfigError):
@@ -178,6 +141,47 @@ class RunDir:
             )
         return self.best_dir
 
+    def available_models(self) -> str:
+        """The models this run has, in the checkpoint vocabulary (``final, 64, 128``), for messages."""
+        names = ([FINAL] if self.model.is_file() else []) + [folder.name for folder in self.checkpoints()]
+        return ", ".join(names) if names else f"none (no {MODEL} and no checkpoints/ yet)"
+
+    def find_model(self, checkpoint: int | str | None = FINAL, choose: str = "checkpoint=") -> tuple[Path, int | None]:
+        """The folder holding the model (``model.zip`` + ``obs_norm.npz``) that ``checkpoint`` names, and its steps
+        (None for the final and the best model).
+
+        :param checkpoint: :data:`FINAL` (or None), :data:`LATEST`, :data:`BEST`, or the steps of a checkpoint (an
+            int or a digit string).
+        :param choose: how the caller's user names a checkpoint (``checkpoint=``, ``init_from=<run dir>:``), for the
+            hint of the message.
+        :raise ConfigError: an unknown name, or a model the run does not have (one line listing those it has).
+        """
+        if checkpoint == BEST:
+            return self.best_model_folder(), None
+        if checkpoint is None or checkpoint == FINAL:
+            if not self.model.is_file():
+                raise ConfigError(
+                    f"run {self.path} has no final {MODEL} (still training, or stopped early); available: "
+                    f"{self.available_models()}; choose one with {choose}<steps> or {choose}{LATEST}"
+                )
+            return self.path, None
+        if checkpoint == LATEST:
+            if self.model.is_file():
+                return self.path, None
+            checkpoints = self.checkpoints()
+            if not checkpoints:
+                raise ConfigError(f"run {self.path} has no model yet: no {MODEL} and no complete checkpoints/")
+            return checkpoints[-1], int(checkpoints[-1].name)
+        if isinstance(checkpoint, str) and checkpoint.isdigit():
+            checkpoint = int(checkpoint)
+        if isinstance(checkpoint, bool) or not isinstance(checkpoint, int):
+            raise ConfigError(f"{choose}{checkpoint!r}; allowed: {CHECKPOINT_CHOICES}")
+        if not has_model(self.checkpoint(checkpoint)):
+            raise ConfigError(
+                f"{choose}{checkpoint} not found in run {self.path}; available: {self.available_models()}"
+            )
+        return self.checkpoint(checkpoint), checkpoint
+
     @property
     def enjoy_dir(self) -> Path:
         """Where replay (``rlzoo.enjoy``) writes its videos and plots."""
@@ -225,8 +229,32 @@ class RunDir:
         """Complete checkpoint folders, oldest first."""
         if not self.checkpoints_dir.is_dir():
             return []
-        folders = [p for p in self.checkpoints_dir.iterdir() if p.name.isdigit() and (p / MODEL).is_file()]
+        folders = [p for p in self.checkpoints_dir.iterdir() if p.name.isdigit() and has_model(p)]
         return sorted(folders, key=lambda p: int(p.name))
+
+    def trained(self) -> bool:
+        """Training ended here: the final model is saved (a multi-agent run: ``models.json``, written once
+        every learner's model is in place)."""
+        return self.model.is_file() or (self.path / LEARNERS_STATE).is_file()
+
+    def log_files(self) -> list[Path]:
+        """Every log a run appends to while it trains (what a resume cuts back): monitor files, returns100 (a
+        multi-agent run's per agent too), progress.csv (per learner too) and evaluations.csv."""
+        learners = sorted((self.path / LEARNERS).glob(f"*/{PROGRESS}"))
+        agents = list(self.agent_returns100_files().values())
+        return [*self.monitor_files(), self.returns100, *agents, self.progress, *learners, self.evaluations]
+
+    def save_final(self, models: Mapping[str, BaseAlgorithm], state: dict[str, Any]) -> None:
+        """Save a multi-agent run's final learners (beside the logs already in ``models/<name>/``), then ``state``
+        (``models.json``: the steps trained), which marks the run trained (:meth:`trained`)."""
+        for name, model in models.items():
+            save_model(self.learner_dir(name), model, None)
+        atomic_write_text(self.path / LEARNERS_STATE, json.dumps(state) + "\n")
+
+    def final_state(self) -> dict[str, Any]:
+        """What :meth:`save_final` recorded beside a multi-agent run's final models (empty otherwise)."""
+        path = self.path / LEARNERS_STATE
+        return dict(json.loads(path.read_text())) if path.is_file() else {}
 
     def is_finished(self) -> bool:
         return self.metrics.is_file()
@@ -254,10 +282,18 @@ class RunDir:
         """Hold this run dir for one process (made if missing): a second process that would write here while the
         first trains is refused with one line naming the first's pid, whatever it would have written. The lock is
         the kernel's (``flock``), so a killed process frees it; on a file system without locks, runs are unguarded."""
-        self.path.mkdir(parents=True, exist_ok=True)
         lock_path = self.path / LOCK
-        with lock_path.open("a+") as lock_file:
-            _hold(lock_file, self.path)
+        held = ExitStack()
+        try:
+            lock_file = held.enter_context(locked(lock_path, wait=False))
+        except BlockingIOError:
+            holder = lock_path.read_text().strip() if lock_path.is_file() else ""
+            raise RunDirInUse(
+                f"run_dir {self.path} is in use: another rlzoo process (pid {holder or 'unknown'}) is training there; "
+                "wait for it to end, or choose another run_dir"
+            ) from None
+        with held:
+            _write_pid(lock_file)
             try:
                 yield
             finally:
@@ -267,16 +303,21 @@ class RunDir:
         atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
 
     def save_checkpoint(
-        self, steps: int, model: BaseAlgorithm, normalizer: VecNormalize | None, state: dict[str, Any] | None = None
+        self,
+        steps: int,
+        model: BaseAlgorithm | Mapping[str, BaseAlgorithm],
+        normalizer: VecNormalize | None,
+        state: dict[str, Any] | None = None,
     ) -> Path:
-        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state)."""
+        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state;
+        ``model`` a mapping: a multi-agent run's learners, each in ``models/<name>/``)."""
         final = self.checkpoint(steps)
         self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
         # mkdtemp makes an owner-only folder: give it the mode of the folders around it (the user's umask)
         staging.chmod(stat.S_IMODE(self.checkpoints_dir.stat().st_mode))
         try:
-            save_model(staging, model, normalizer)
+            save_models(staging, model, normalizer)
             if state is not None:
                 (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
             if final.exists():
@@ -340,20 +381,8 @@ def error_line(text: str) -> str:
     return lines[start] if start < len(lines) else (lines[-1] if lines else "")
 
 
-def _hold(lock_file: IO[str], run_dir: Path) -> None:
-    """Take ``lock_file``'s exclusive lock and write this pid in it (nothing to take where the file system has no
-    locks)."""
-    try:
-        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock_file.seek(0)
-        holder = lock_file.read().strip() or "unknown"
-        raise RunDirInUse(
-            f"run_dir {run_dir} is in use: another rlzoo process (pid {holder}) is training there; "
-            "wait for it to end, or choose another run_dir"
-        ) from None
-    except OSError:  # some network or FUSE mounts: no locks to take
-        return
+def _write_pid(lock_file: IO[str]) -> None:
+    """Write this pid into the held lock file (for the message of a process refused the run dir)."""
     try:  # the pid is for the message only: a full disk fails at the run's first real write, in one line
         lock_file.truncate(0)
         lock_file.write(str(os.getpid()))

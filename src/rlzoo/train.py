@@ -1,7 +1,8 @@
 """``python -m rlzoo.train``: train one agent from the Hydra config groups and write a self-describing run dir.
 
-A thin Hydra entrypoint over :func:`train`. torch and SB3 are imported only where a run trains
-(:mod:`rlzoo.training.run`), so a sweep's launching process (local_parallel, Slurm) starts in a fraction of a
+A thin Hydra entrypoint over :func:`train`, which picks the kind of run (single-agent, or multi-agent in
+:mod:`rlzoo.multiagent.kind`) and hands it to the one run skeleton, :func:`rlzoo.training.run.run`. torch and SB3
+are imported only where a run trains, so a sweep's launching process (local_parallel, Slurm) starts in a fraction of a
 second.
 """
 
@@ -14,42 +15,56 @@ if __name__ == "__main__":  # the command: no cyclic garbage collection while it
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from rlzoo.cli import discard_output_dir, one_line_errors
-from rlzoo.collector import collect_from_here, release_previous_run
+from rlzoo.collector import release_previous_run
 from rlzoo.config import CONFIG_DIR
+from rlzoo.rundir import RunDir
+
+if TYPE_CHECKING:
+    from rlzoo.training.kind import RunKind
 
 
 def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
-    """Train, save and test one agent as ``cfg`` describes; return its metrics (``test/mean_return`` ...).
+    """Train, save and test one agent (or a multi-agent team) as ``cfg`` describes; return its metrics
+    (``test/mean_return`` ...).
 
     Every input is checked before the run dir is written to; ``metrics.json`` is written last. ``cfg`` is not
     changed. A run dir holding an unfinished run with the same config resumes it; ``resume=<run dir>`` continues that
     run with its saved config (``overrides``, the command line's, must agree with it).
     """
-    from rlzoo.multiagent.plan import is_pettingzoo
+    from rlzoo.training.run import run
 
     release_previous_run()
-    if cfg.get("multiagent") is not None or is_pettingzoo(cfg):  # multi-agent runs: rlzoo.multiagent.run
-        from rlzoo.multiagent.run import train_multiagent
+    return run(run_kind(cfg), cfg, overrides)
 
-        collect_from_here()
-        return train_multiagent(cfg, overrides)
-    from rlzoo.training.run import train_run
 
-    return train_run(cfg, overrides)
+def run_kind(cfg: DictConfig) -> RunKind:
+    """The kind of run ``cfg`` asks for (``resume=<run dir>``: the saved run's): multi-agent with a ``multiagent``
+    layout or a PettingZoo env (``env=pettingzoo``: its group has the ``api`` key), else single-agent. Only a
+    multi-agent run imports :mod:`rlzoo.multiagent`."""
+    source = cfg
+    if cfg.get("resume") and RunDir(Path(str(cfg.resume))).is_run():
+        source = RunDir(Path(str(cfg.resume))).read_config()
+    env = source.get("env")
+    if source.get("multiagent") is not None or (isinstance(env, DictConfig) and "api" in env):
+        from rlzoo.multiagent.kind import MultiAgent
+
+        return MultiAgent()
+    from rlzoo.training.single_agent import SingleAgent
+
+    return SingleAgent()
 
 
 def console_figures(metrics: dict[str, float]) -> str:
     """The figures of a finished run on its console line: mean test return, success rate (envs that report success),
     the sampled-action test (sampled_test=true), the best evaluation (keep-best), and each agent's figures
     (multi-agent runs)."""
-    from rlzoo.multiagent.episodes import agent_figures
-
     parts = [f"mean test return {metrics.get('test/mean_return', float('nan')):.2f}"]
     if "test/success_rate" in metrics:
         parts.append(f"success rate {metrics['test/success_rate']:.0%}")
@@ -57,7 +72,11 @@ def console_figures(metrics: dict[str, float]) -> str:
         parts.append(f"sampled actions {metrics['test_sampled/mean_return']:.2f}")
     if "eval/best_return" in metrics:
         parts.append(f"best evaluation {metrics['eval/best_return']:.2f} at {int(metrics['eval/best_steps'])} steps")
-    return ", ".join(parts + agent_figures(metrics))
+    if any(key.startswith("test/") and key.count("/") == 2 for key in metrics):  # a multi-agent run's per-agent keys
+        from rlzoo.multiagent.episodes import agent_figures
+
+        parts += agent_figures(metrics)
+    return ", ".join(parts)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="train", version_base="1.3")

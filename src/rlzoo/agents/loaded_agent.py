@@ -131,8 +131,8 @@ def load_agent(run_dir: str | Path, checkpoint: int | str | None = None, determi
     """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU.
 
     :param run_dir: the run dir.
-    :param checkpoint: None or ``"final"``: the final model; steps: ``checkpoints/<steps>/``; ``"latest"``;
-        ``"best"``: the best evaluated model (runs trained with ``eval_freq > 0``).
+    :param checkpoint: ``"final"`` (or None), ``"latest"``, ``"best"`` or a checkpoint's steps: the checkpoint
+        vocabulary of :meth:`rlzoo.rundir.RunDir.find_model`.
     :param deterministic: act deterministically (the default, as in the run's test episodes).
     :raise ConfigError: not a run dir, or no such model.
     """

@@ -93,9 +93,11 @@ class TrainingAgent:
         )  # fmt: skip
 
     def _start(self, observations: np.ndarray) -> None:
-        """Begin as ``learn()`` begins: counters, logger, and the first observations through the representation."""
+        """Begin as ``learn()`` begins: counters, logger, and the first observations through the representation.
+        A model that has trained (a resumed multi-agent learner) keeps its step count: its schedules go on."""
         self.held.hold_reset(observations)
-        self.model._setup_learn(self.train_steps, reset_num_timesteps=True)
+        done = self.model.num_timesteps
+        self.model._setup_learn(self.train_steps - done, reset_num_timesteps=done == 0)
 
     def _close(self, states: StateArray) -> None:
         """Step the held envs to ``states`` and learn from the transitions."""

@@ -113,8 +113,9 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
         keywords = {k: v for k, v in locals().items() if k not in ("self", "head", "__class__", "policy", "env")}
         self.check_keywords(**keywords, **head)
         super().__init__(
-            policy, env, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq,
-            gradient_steps, n_steps=n_steps, policy_kwargs=dict(policy_kwargs or {}), tensorboard_log=tensorboard_log,
+            policy, env, learning_rate=learning_rate, buffer_size=buffer_size, learning_starts=learning_starts,
+            batch_size=batch_size, tau=tau, gamma=gamma, train_freq=train_freq, gradient_steps=gradient_steps,
+            n_steps=n_steps, policy_kwargs=dict(policy_kwargs or {}), tensorboard_log=tensorboard_log,
             verbose=verbose, device=device, seed=seed, sde_support=False, support_multi_env=True,
             supported_action_spaces=(spaces.Discrete,),
         )  # fmt: skip
@@ -289,12 +290,10 @@ class CategoricalDQN(DeepQ):
         _init_setup_model: bool = True,
     ) -> None:
         self._head = {"n_atoms": n_atoms, "v_min": v_min, "v_max": v_max}
-        super().__init__(
-            policy, env, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq,
-            gradient_steps, n_steps, target_update_interval, exploration_fraction, exploration_initial_eps,
-            exploration_final_eps, max_grad_norm, double, dueling, prioritized_replay, noisy_std, policy_kwargs,
-            tensorboard_log, verbose, seed, device, _init_setup_model,
-        )  # fmt: skip
+        # DeepQ's keywords by name (its signature is repeated above only for its defaults here and the factory's
+        # keyword check): every local but the head's and self.
+        keywords = {k: v for k, v in locals().items() if k not in ("self", "__class__", "n_atoms", "v_min", "v_max")}
+        super().__init__(**keywords)
 
     @classmethod
     def check_keywords(cls, **kwargs: Any) -> None:

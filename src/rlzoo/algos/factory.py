@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import hydra.utils
 from gymnasium import spaces
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -211,8 +211,18 @@ def algorithm_classes(config_dirs: Iterable[Path] = (CONFIG_DIR,)) -> dict[str, 
             target = option.get("_target_") if isinstance(option, DictConfig) else None
             if not target:
                 continue
-            try:
-                found[path.stem] = hydra.utils.get_class(str(target))
-            except Exception:  # an option whose module is not importable here: leave it out of the hint
-                continue
+            algo_class = _class_if_importable(str(target))
+            if algo_class is not None:
+                found[path.stem] = algo_class
     return found
+
+
+def _class_if_importable(target: str) -> type[BaseAlgorithm] | None:
+    """The class at ``target`` (``module.Class``), or None when its module is not installed here (an extra's
+    algorithm: SBX without ``[jax]``); quietly, unlike ``hydra.utils.get_class``, which logs every failure."""
+    module_name, _, name = target.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        return None
+    return found if isinstance(found, type) else None

@@ -31,7 +31,8 @@ START_LIMITS = (2.0 - 4.0 / 3.0, 2.0 + 4.0 / 3.0)  # robot start, each axis: [0.
 TARGET_LIMITS = (0.4, 3.6)  # random targets, each axis
 EPS = 1e-9  # tolerance on thresholds, so positions on the 0.1 grid are not decided by float round-off
 
-# The rules below take floats (one env) or arrays (all envs of rlzoo.envs.batched at once) through the same operators.
+# The rules below take floats (one env) or arrays (all envs of rlzoo.envs.mobile_robot_batched at once) through the
+# same operators.
 Values: TypeAlias = "float | NDArray[np.float64]"
 
 

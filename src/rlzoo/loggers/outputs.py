@@ -44,12 +44,12 @@ class WandbSettings:
 class WandbWriter(KVWriter):
     """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run."""
 
-    def __init__(self, run: Any) -> None:
-        self.run = run
+    def __init__(self, run: Any, prefix: str = "") -> None:
+        self.run, self.prefix = run, prefix
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         numbers = {
-            key: value
+            self.prefix + key: value
             for key, value in key_values.items()
             if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
         }
@@ -160,8 +160,9 @@ def check_formats(formats: Sequence[str], verbose: int) -> list[str]:
     return [f for f in formats if verbose or f != "stdout"]
 
 
-def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> Logger:
-    """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``)."""
+def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None, wandb_prefix: str = "") -> Logger:
+    """An SB3 logger writing ``formats`` (see :func:`check_formats`) into the run dir (+ W&B with ``wandb_run``, its
+    keys prefixed with ``wandb_prefix``: a multi-agent run's learner name)."""
     writers: list[KVWriter] = []
     for name in formats:
         if name == "csv":
@@ -173,5 +174,5 @@ def make_logger(run: RunDir, formats: Sequence[str], wandb_run: Any = None) -> L
         else:
             writers.append(make_output_format(name, str(run.path)))
     if wandb_run is not None:
-        writers.append(WandbWriter(wandb_run))
+        writers.append(WandbWriter(wandb_run, wandb_prefix))
     return Logger(folder=str(run.path), output_formats=writers)

@@ -55,14 +55,18 @@ def agent_figures(metrics: dict[str, float]) -> list[str]:
 
 @dataclass
 class Budget:
-    """When a loop stops: after ``steps`` actions or ``episodes`` episodes (None: no such limit)."""
+    """When a loop stops: after ``steps`` actions or ``episodes`` episodes (None: no such limit), or at the end of
+    the episode in which ``stop()`` turns true (a time budget)."""
 
     steps: int | None = None
     episodes: int | None = None
+    stop: Callable[[], bool] | None = None
 
     def spent(self, steps: int, episodes: int) -> bool:
-        return (self.steps is not None and steps >= self.steps) or (
-            self.episodes is not None and episodes >= self.episodes
+        return (
+            (self.steps is not None and steps >= self.steps)
+            or (self.episodes is not None and episodes >= self.episodes)
+            or (self.stop is not None and self.stop())
         )
 
 

@@ -3,7 +3,7 @@
 
 Needs the ``[multiagent]`` extra (``pettingzoo``, ``mpe2``); imports numpy, gymnasium and PettingZoo only (no torch,
 no SB3). A parallel env (``env.api=parallel``) is stepped through PettingZoo's own ``parallel_to_aec``, so that one
-loop serves both APIs: every agent's turn is one :class:`~rlzoo.agents.MultiagentState`.
+loop serves both APIs: every agent's turn is one :class:`~rlzoo.multiagent.state.MultiagentState`.
 """
 
 from __future__ import annotations

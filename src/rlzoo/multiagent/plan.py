@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -17,7 +17,8 @@ from rlzoo.multiagent.pettingzoo_envs import AgentSpaces, PettingZooSpec, agent_
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 from rlzoo.training.budget import check_budget
-from rlzoo.training.plan import LogPlan, _log_plan
+from rlzoo.training.plan import LogPlan, log_plan
+from rlzoo.training.resume import ResumePoint, find_resume_point, resume_config, training_seed
 from rlzoo.training.settings import RunSettings
 
 LAYOUTS = ("independent", "shared", "fixed")
@@ -56,6 +57,7 @@ class MultiagentPlan:
     learners: dict[str, tuple[str, ...]]
     policy: str | type
     logging: LogPlan
+    resume_point: ResumePoint | None = None
     seats: tuple[str, ...] = ()
 
     @property
@@ -64,21 +66,25 @@ class MultiagentPlan:
 
     @property
     def seed(self) -> int:
-        return self.settings.seed
+        """The seed training starts from (a resumed run plays new episodes)."""
+        return training_seed(self.settings.seed, self.resume_point)
 
     @property
     def learning_keys(self) -> tuple[str, ...]:
         return tuple(key for keys in self.learners.values() for key in keys)
 
 
-def is_pettingzoo(cfg: DictConfig) -> bool:
-    """The config's env is a PettingZoo env (``env=pettingzoo``: its group has the ``api`` key)."""
-    env = cfg.get("env")
-    return isinstance(env, DictConfig) and "api" in env
+def plan_multiagent(
+    cfg: DictConfig, overrides: tuple[str, ...] | list[str] = (), *, run_dir_state: bool = False
+) -> MultiagentPlan:
+    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run; ``cfg`` is not changed. The run
+    keys a multi-agent run does not honour are refused before (:func:`rlzoo.training.kind.refuse_unhonoured`).
 
-
-def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()) -> MultiagentPlan:
-    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run; ``cfg`` is not changed."""
+    :param run_dir_state: read the run dir's state (refuse a finished run, find a resume point): a run to train;
+        off for loading a trained run.
+    """
+    if cfg.get("resume"):
+        cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
     values = resolved_values(cfg)
     layout_values, env_values = values.get("multiagent"), values["env"]
     if layout_values is None:
@@ -90,7 +96,11 @@ def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()
             f"{env_values.get('id')} is a single-agent env; train it without multiagent)"
         )
     settings = RunSettings.from_values({k: v for k, v in values.items() if k != "multiagent"})
-    _check_run_keys(settings, values["srl_model"].get("name"))
+    representation = values["srl_model"].get("name")
+    if representation != "ground_truth":
+        raise ConfigError(
+            f"multi-agent runs observe the env's own observations: srl_model=ground_truth (got {representation})"
+        )
     check_budget(settings, overrides)
     factory = build_algorithm_factory(OmegaConf.create(values["algo"]))
     spec = PettingZooSpec.from_values(env_values)
@@ -106,23 +116,12 @@ def plan_multiagent(cfg: DictConfig, overrides: tuple[str, ...] | list[str] = ()
         _check_learner(factory, name, [agents[k] for k in keys])
     values["normalize"] = False  # recorded: multi-agent learners see the env's observations as they are
     policy = factory.policy_for("Mlp")
+    config = OmegaConf.create(values)
+    resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
     return MultiagentPlan(
-        OmegaConf.create(values), settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents,
-        learners, policy, _log_plan(values["logger"], settings.verbose), _seats(layout, agents, learners),
+        config, settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents, learners, policy,
+        log_plan(values["logger"], settings.verbose), resume_point, _seats(layout, agents, learners),
     )  # fmt: skip
-
-
-def _check_run_keys(settings: RunSettings, representation: Any) -> None:
-    if settings.resume or settings.init_from:
-        raise ConfigError("multi-agent runs cannot resume or fine-tune yet (resume, init_from): start a new run")
-    if settings.sampled_test:
-        raise ConfigError("sampled_test=true: multi-agent runs play one test in deterministic_test's mode (got true)")
-    if settings.n_envs != 1:
-        raise ConfigError(f"multi-agent runs step one PettingZoo env: n_envs=1 (got n_envs={settings.n_envs})")
-    if representation != "ground_truth":
-        raise ConfigError(
-            f"multi-agent runs observe the env's own observations: srl_model=ground_truth (got {representation})"
-        )
 
 
 def _learners(layout: LayoutSettings, agents: dict[str, AgentSpaces]) -> dict[str, tuple[str, ...]]:

@@ -1,6 +1,6 @@
 """``python -m rlzoo.pipeline``: see :mod:`rlzoo.pipeline.command`."""
 
-from rlzoo.pipeline.command import main
+from rlzoo.pipeline.command import cli
 
 if __name__ == "__main__":
-    main()
+    cli()

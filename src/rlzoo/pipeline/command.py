@@ -13,11 +13,12 @@ only what is missing and says so per step. Every input is checked before the fir
 from __future__ import annotations
 
 import queue
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -27,9 +28,12 @@ from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.launch import Job, all_jobs, check_runs_use_encoders, job_statuses, representation_key, run_sweep
+from rlzoo.pipeline.slurm import FOLDER as SUBMITIT_ENCODERS
+from rlzoo.pipeline.slurm import run_steps_on_slurm
 from rlzoo.pipeline.spec import PIPELINE_CONFIG, PipelineSpec, pipeline_spec
 from rlzoo.pipeline.steps import (
     Step,
+    announced,
     check_overrides_apply,
     compose_train,
     dataset_step,
@@ -84,7 +88,6 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
 def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict[str, list[str]]:
     """Run (or finish) the pipeline ``spec`` describes; return the RL jobs by status (done, failed, unfinished)."""
     from rlzoo.collect import collect
-    from rlzoo.srl.train import train_encoder
 
     started = time.perf_counter()
     plan = plan_pipeline(spec)
@@ -92,10 +95,10 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     say(f"experiment {spec.experiment} in {spec.dir}: {len(plan.datasets)} dataset(s), {len(plan.encoders)} "
         f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
     run_steps(list(plan.datasets.values()), collect, 1, say)
-    if spec.runs_beside_encoders:
-        runs_as_encoders_finish(plan, train_encoder, say)
+    if spec.runs_beside_encoders or spec.slurm is not None:
+        runs_as_encoders_finish(plan, say)
     else:
-        run_steps(list(plan.encoders.values()), train_encoder, spec.encoder_workers, say)
+        train_encoders(spec, list(plan.encoders.values()), say)
         run_sweep(spec, plan.jobs, say)
     statuses = job_statuses(spec, plan.jobs)
     results(spec, say)
@@ -105,11 +108,26 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
     return statuses
 
 
-def runs_as_encoders_finish(plan: PipelinePlan, train: Callable[[DictConfig], Any], say: Callable[[str], None]) -> None:
-    """Train the encoders (``pipeline.encoder_workers`` at once) while the RL runs go on beside them, one sweep at a
-    time (``pipeline.runs_beside_encoders``): first the runs that need no new encoder (ground truth, raw pixels, cached
-    encoders), then each representation's runs as soon as its encoder is trained, all that are ready in one sweep, so
-    that no core waits for the slowest encoder while there is a run to train."""
+def train_encoders(
+    spec: PipelineSpec, steps: list[Step], say: Callable[[str], None], on_done: Callable[[Step], None] = lambda s: None
+) -> None:
+    """Train the encoders that are not cached: as Slurm jobs with ``hardware=slurm_*``, else here
+    (``pipeline.encoder_workers`` at once); ``on_done`` gets each step as it is done."""
+    from rlzoo.srl.train import train_encoder
+
+    if spec.slurm is None:
+        run_steps(steps, train_encoder, spec.encoder_workers, say, on_done=on_done)
+        return
+    todo = [step for step in steps if announced(step, say)]
+    run_steps_on_slurm(todo, spec.slurm, spec.dir / SUBMITIT_ENCODERS, say, on_done)
+
+
+def runs_as_encoders_finish(plan: PipelinePlan, say: Callable[[str], None]) -> None:
+    """Train the encoders while the RL runs go on beside them (``pipeline.runs_beside_encoders``, and always on
+    Slurm): first the runs that need no new encoder (ground truth, raw pixels, cached encoders), then each
+    representation's runs as soon as its encoder is trained, all that are ready in one sweep, so that no core waits
+    for the slowest encoder while there is a run to train. Here one sweep runs at a time; on Slurm each is submitted
+    as soon as it is ready."""
     training = {step.folder: key for key, step in plan.encoders.items() if not step.done}
     ready: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
     ready.put([job for job in plan.jobs if representation_key(job.values) not in training.values()])
@@ -120,23 +138,30 @@ def runs_as_encoders_finish(plan: PipelinePlan, train: Callable[[DictConfig], An
     with ThreadPoolExecutor(max_workers=1) as pool:
         runs = pool.submit(sweep_as_ready, plan.spec, ready, say)
         try:
-            run_steps(list(plan.encoders.values()), train, plan.spec.encoder_workers, say, on_done=encoder_done)
+            train_encoders(plan.spec, list(plan.encoders.values()), say, on_done=encoder_done)
         finally:
             ready.put(None)  # no more jobs: the sweep thread ends after the ready ones (an encoder's error still stops)
         runs.result()
 
 
 def sweep_as_ready(spec: PipelineSpec, ready: queue.SimpleQueue[list[Job] | None], say: Callable[[str], None]) -> None:
-    """Launch the jobs put on ``ready``, all that wait at once in one sweep, until ``None`` arrives."""
+    """Launch the jobs put on ``ready``, all that wait at once in one sweep, until ``None`` arrives; on Slurm each
+    sweep is submitted at once (the sweeps wait for their jobs side by side), here one sweep runs at a time."""
     finished = False
-    while not finished:
-        parts = [ready.get()]
-        while not ready.empty():
-            parts.append(ready.get())
-        finished = None in parts
-        jobs = [job for part in parts if part for job in part]
-        if jobs:
-            run_sweep(spec, jobs, say)
+    with ThreadPoolExecutor(max_workers=8 if spec.slurm is not None else 1) as sweeps:
+        launched = []
+        while not finished:
+            parts = [ready.get()]
+            while not ready.empty():
+                parts.append(ready.get())
+            finished = None in parts
+            jobs = [job for part in parts if part for job in part]
+            if jobs:
+                launched.append(sweeps.submit(run_sweep, spec, jobs, say))
+                if spec.slurm is None:
+                    launched[-1].result()
+        for sweep in launched:
+            sweep.result()
 
 
 def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:
@@ -145,12 +170,22 @@ def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:
     from rlzoo.reporting.page import write_report
 
     try:
-        report = plot(PlotSettings(dir=str(spec.runs_dir), out=str(spec.dir / RESULTS)), log=say)
+        settings = PlotSettings(
+            dir=str(spec.runs_dir), out=str(spec.dir / RESULTS), verdict_of=spec.verdict_of, verdict_ci=spec.verdict_ci
+        )
+        report = plot(settings, log=say)
     except ConfigError as error:  # no run has an episode yet (all failed before their first)
         say(f"no table: {error}")
         return
     if spec.report:
-        write_report(spec.dir, spec.dir / "report.html", videos=spec.videos, log=say)
+        write_report(
+            spec.dir,
+            spec.dir / "report.html",
+            videos=spec.videos,
+            verdict_of=spec.verdict_of,
+            verdict_ci=spec.verdict_ci,
+            log=say,
+        )
     if spec.wandb is not None:
         from rlzoo.reporting.wandb_results import log_results
         from rlzoo.results.comparison import compare
@@ -173,5 +208,24 @@ def main(cfg: DictConfig) -> None:
         )
 
 
-if __name__ == "__main__":
+def usage() -> str:
+    """What ``--help`` prints without an experiment (the pipeline's config needs one to compose)."""
+    experiments = sorted(path.stem for path in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
+    return (
+        "python -m rlzoo.pipeline experiment=<name> [overrides]   (docs/pipeline.md; with experiment=<name>, --help "
+        "shows its config)\n\n"
+        f"{(__doc__ or '').strip()}\n\nexperiments: {', '.join(experiments)}\n"
+    )
+
+
+def cli(argv: list[str] | None = None) -> None:
+    """The command: ``--help`` without an experiment prints :func:`usage`; anything else goes to Hydra's main."""
+    args = sys.argv[1:] if argv is None else argv
+    if {"--help", "-h"} & set(args) and not any(arg.startswith("experiment=") for arg in args):
+        print(usage())
+        return
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
+from rlzoo.pipeline.slurm import slurm_parameters
 
 PIPELINE_CONFIG = "pipeline"
 IDENTITY = "experiment.yaml"
@@ -56,6 +57,7 @@ class PipelineSpec:
     :param collect: overrides of ``python -m rlzoo.collect`` for each env's dataset (``pipeline.collect``).
     :param srl_train: overrides of ``python -m rlzoo.srl.train`` for every encoder (``pipeline.srl_train``).
     :param srl_model: per representation, ``srl_model.*`` overrides of its encoder and its RL runs.
+    :param typed: the ``pipeline.*`` keys the command line set (the experiment's own are not among them).
     """
 
     experiment: str
@@ -70,6 +72,10 @@ class PipelineSpec:
     wandb: dict[str, Any] | None = None
     encoder_workers: int = 1
     runs_beside_encoders: bool = False
+    verdict_of: str | None = None
+    verdict_ci: float = 0.95
+    slurm: dict[str, Any] | None = None  # Submitit's parameters of an encoder job (hardware=slurm_*), else None
+    typed: tuple[str, ...] = ()
 
     @property
     def runs_dir(self) -> Path:
@@ -108,7 +114,7 @@ class PipelineSpec:
             ours, theirs = self.identity(), OmegaConf.to_container(OmegaConf.load(record))
             assert isinstance(theirs, dict)
             if theirs.get("experiment_files") == content_key(self.experiment_files()):
-                ours["experiment_files"] = theirs["experiment_files"]  # recorded before session 23: the files' text
+                ours["experiment_files"] = theirs["experiment_files"]  # an older record: the files' text
             differences = [f"{k}: {theirs.get(k)!r} there, {v!r} now" for k, v in ours.items() if theirs.get(k) != v]
             if differences:
                 raise ConfigError(
@@ -121,8 +127,8 @@ class PipelineSpec:
             )
 
     def claim_dir(self) -> None:
-        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (before
-        session 23) is rewritten with their content, so that a comment changed later keeps the cache."""
+        """Make the pipeline dir this experiment's (after :meth:`check_dir`); a record of the files' text (an older
+        record's form) is rewritten with their content, so that a comment changed later keeps the cache."""
         self.check_dir()
         record, text = self.dir / IDENTITY, OmegaConf.to_yaml(OmegaConf.create(self.identity()))
         if not record.is_file() or record.read_text() != text:
@@ -175,8 +181,19 @@ def _check_axes(axes: dict[str, list[Any]]) -> None:
                 f"the experiment sweeps {key}={','.join(map(str, unknown))}: not an option of conf/{key} "
                 f"(options: {', '.join(options)})"
             )
+    for key, values in axes.items():
+        repeated = sorted({str(v) for v in values if list(map(str, values)).count(str(v)) > 1})
+        if repeated:
+            raise ConfigError(
+                f"the sweep's {key} axis repeats {', '.join(repeated)} ({key}={values}); allowed: distinct values"
+            )
     empty = [key for key, values in axes.items() if not values]
-    if empty or "srl_model" not in axes:
+    if empty:
+        raise ConfigError(
+            f"the sweep's {empty[0]} axis is empty ({empty[0]}=[]); allowed: one value or more, "
+            f"e.g. pipeline.sweep.{empty[0]}=[0,1,2]"
+        )
+    if "srl_model" not in axes:
         raise ConfigError(
             f"the experiment's sweep needs srl_model and non-empty axes (got {axes}); set hydra.sweeper.params in "
             "conf/experiment/<name>.yaml or pipeline.sweep.<key>=[...]"
@@ -192,6 +209,7 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
     HydraConfig.instance().set_config(cfg)  # lets ${hydra:...} in pipeline.dir resolve
     try:
         node: dict[str, Any] = OmegaConf.to_container(cfg.pipeline, resolve=True)  # type: ignore[assignment]
+        launcher: dict[str, Any] = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)  # type: ignore[assignment]
     finally:
         HydraConfig.instance().cfg = previous
     _check_keys(node)
@@ -226,12 +244,34 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         wandb=wandb if isinstance(wandb, dict) else None,
         encoder_workers=_encoder_workers(node.get("encoder_workers", 1)),
         runs_beside_encoders=_flag("runs_beside_encoders", node.get("runs_beside_encoders", False)),
+        verdict_of=_verdict_of(node.get("verdict_of"), axes["srl_model"]),
+        verdict_ci=_verdict_ci(node.get("verdict_ci", 0.95)),
+        slurm=slurm_parameters(launcher),
+        typed=tuple(_key(o) for o in overrides if _key(o).startswith("pipeline.")),
     )
 
 
 PIPELINE_KEYS = {
-    "dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers", "runs_beside_encoders"
+    "dir", "collect", "srl_train", "srl_model", "sweep", "report", "videos", "encoder_workers", "runs_beside_encoders",
+    "verdict_of", "verdict_ci",
 }  # fmt: skip
+
+
+def _verdict_of(value: Any, srl_models: list[Any]) -> str | None:
+    """The representation the table's verdicts compare: null, or an srl_model option (none when the sweep is
+    narrowed to representations without it)."""
+    if value is None:
+        return None
+    options = group_options("srl_model")
+    if str(value) not in options:
+        raise ConfigError(f"pipeline.verdict_of={value!r}: not an option of conf/srl_model ({', '.join(options)})")
+    return str(value) if str(value) in map(str, srl_models) else None
+
+
+def _verdict_ci(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"pipeline.verdict_ci={value!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
+    return float(value)
 
 
 def _flag(key: str, value: Any) -> bool:

@@ -71,12 +71,14 @@ def applicable(overrides: Sequence[str], node: DictConfig) -> list[str]:
 
 
 def check_overrides_apply(spec: PipelineSpec, bases: dict[str, DictConfig], learned: Sequence[str]) -> None:
-    """Refuse an ``srl_model.*`` override that would do nothing: one of ``pipeline.srl_train`` that no ``learned``
-    method's config has, or one of ``pipeline.srl_model.<method>`` that its method's config does not have."""
+    """Refuse an ``srl_model.*`` override the user typed that would do nothing: one of ``pipeline.srl_train`` that
+    no ``learned`` method's config has, or one of ``pipeline.srl_model.<method>`` that its method's config does not
+    have. The experiment's own settings are not checked: a sweep narrowed to other methods leaves them unused."""
     for override in spec.srl_train:
         if (
             learned
             and srl_key(override).startswith("srl_model.")
+            and _typed(spec, f"pipeline.srl_train.{srl_key(override)}")
             and not any(applicable([override], bases[method]) for method in learned)
         ):
             raise ConfigError(
@@ -87,11 +89,17 @@ def check_overrides_apply(spec: PipelineSpec, bases: dict[str, DictConfig], lear
         if method not in bases:  # a representation of the experiment that the sweep is narrowed away from
             continue
         for override in overrides:
-            if not applicable([override], bases[method]):
+            typed = _typed(spec, f"pipeline.srl_model.{method}.{srl_key(override).removeprefix('srl_model.')}")
+            if typed and not applicable([override], bases[method]):
                 raise ConfigError(
                     f"pipeline.srl_model.{method}: {override} sets a key that srl_model={method} does not have, "
                     "so it would do nothing; a key of its conf/srl_model file is allowed"
                 )
+
+
+def _typed(spec: PipelineSpec, key: str) -> bool:
+    """``key`` (or a node above it) was set on the command line."""
+    return any(key == typed or key.startswith(typed + ".") for typed in spec.typed)
 
 
 def compose_train(
@@ -194,7 +202,7 @@ def run_steps(
     one torch thread (``action`` must be a module-level function). A lone step left to run still gets its one-thread
     process: torch's thread count changes a network's floats, so a step's result must not depend on how many of its
     neighbours were cached. ``on_done`` is called with each step as soon as it is done."""
-    todo = [step for step in steps if _announced(step, log)]
+    todo = [step for step in steps if announced(step, log)]
     if workers == 1 or not todo:
         for step in todo:
             action(step.config)
@@ -210,7 +218,7 @@ def run_steps(
             on_done(futures[future])
 
 
-def _announced(step: Step, log: Callable[[str], None]) -> bool:
+def announced(step: Step, log: Callable[[str], None]) -> bool:
     """Whether ``step`` is to run (not cached); say which."""
     if not step.prepare():
         log(f"{step.kind} {step.label}: cached ({step.folder})")

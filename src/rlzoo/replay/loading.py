@@ -23,16 +23,12 @@ import rlzoo  # noqa: F401  (registers the rlzoo/ env ids a run may use)
 from rlzoo.any_env.options import observation_label
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import MODEL, OBS_NORM, RunDir
+from rlzoo.rundir import BEST, FINAL, MODEL, OBS_NORM, RunDir
 from rlzoo.srl.representation import Representation
 from rlzoo.training.build import RunBuilder, load_model
 from rlzoo.training.episodes import EpisodeResult, play_episodes
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
-
-FINAL = "final"
-LATEST = "latest"
-BEST = "best"  # keep-best evaluation's best model (best/model.zip)
 
 
 def open_run(run_dir: str | Path) -> RunDir:
@@ -53,43 +49,10 @@ def checkpoint_steps(run: RunDir) -> list[int]:
     return [int(folder.name) for folder in run.checkpoints()]
 
 
-def _available(run: RunDir) -> str:
-    names = ([FINAL] if run.model.is_file() else []) + [str(s) for s in checkpoint_steps(run)]
-    return ", ".join(names) if names else "none (no model.zip and no checkpoints/ yet)"
-
-
 def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[Path, int | None]:
-    """Resolve ``checkpoint`` to the folder holding ``model.zip`` (+ ``obs_norm.npz``).
-
-    :param checkpoint: None or ``"final"``: the final model; an int (or digit string): ``checkpoints/<steps>/``;
-        ``"latest"``: the newest checkpoint or the final model, whichever was written last; ``"best"``: the best
-        evaluated model (``best/``: runs trained with ``eval_freq > 0``).
-    :return: the folder and the checkpoint's steps (None for the final and the best model).
-    """
-    if checkpoint == BEST:
-        return run.best_model_folder(), None
-    if checkpoint is None or checkpoint == FINAL:
-        if not run.model.is_file():
-            raise ConfigError(
-                f"run {run.path} has no final {MODEL} (still training, or stopped early); "
-                f"available: {_available(run)}; choose one with checkpoint=<steps> or checkpoint={LATEST}"
-            )
-        return run.path, None
-    if checkpoint == LATEST:
-        candidates: list[tuple[Path, int | None]] = [(f / MODEL, int(f.name)) for f in run.checkpoints()]
-        if run.model.is_file():
-            candidates.append((run.model, None))
-        if not candidates:
-            raise ConfigError(f"run {run.path} has no model yet: no {MODEL} and no complete checkpoints/")
-        newest, steps = max(candidates, key=lambda c: (c[0].stat().st_mtime, c[1] is None))
-        return newest.parent, steps
-    if isinstance(checkpoint, str) and checkpoint.isdigit():
-        checkpoint = int(checkpoint)
-    if isinstance(checkpoint, bool) or not isinstance(checkpoint, int):
-        raise ConfigError(f"checkpoint={checkpoint!r}; allowed: {FINAL}, {LATEST}, {BEST} or the steps of a checkpoint")
-    if checkpoint not in checkpoint_steps(run):
-        raise ConfigError(f"checkpoint={checkpoint} not found in run {run.path}; available: {_available(run)}")
-    return run.checkpoint(checkpoint), checkpoint
+    """The folder holding ``checkpoint``'s model (+ ``obs_norm.npz``) and its steps: :meth:`RunDir.find_model`
+    (``final``, ``latest``, ``best`` or a checkpoint's steps)."""
+    return run.find_model(checkpoint)
 
 
 @dataclass

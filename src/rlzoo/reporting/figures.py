@@ -68,9 +68,11 @@ def plot_env(
     return path
 
 
-def markdown_table(rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None) -> str:
+def markdown_table(
+    rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None, reference: str | None = None
+) -> str:
     """The results table as aligned Markdown (numbers right-aligned)."""
-    header, lines = table_cells(rows, baseline, stats)
+    header, lines = table_cells(rows, baseline, stats, reference)
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
     right = {3, 4, *range(6, len(header))}
 

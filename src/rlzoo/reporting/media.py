@@ -14,6 +14,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.replay.video import gif_bytes
 from rlzoo.results.comparison import Row
 from rlzoo.results.runs import RunResult
+from rlzoo.rundir import LATEST
 from rlzoo.srl.encoder import METADATA as ENCODER_METADATA
 
 ENCODER_METRICS = "metrics.json"
@@ -39,14 +40,14 @@ def best_run(row: Row, last: int = 100) -> tuple[RunResult, float] | None:
 
 
 def replay(run: RunResult, score: float, seed: int = 0) -> Replay | None:
-    """Replay one deterministic episode of ``run``'s newest model (its final one once finished), recording frames.
+    """Replay one deterministic episode of ``run``'s latest model (its final one once finished), recording frames.
 
     :return: None when the run has no model yet or its env does not render.
     """
     from rlzoo.replay.loading import load_run, run_episodes
 
     try:
-        loaded = load_run(run.path, "latest")
+        loaded = load_run(run.path, LATEST)
         (episode,) = run_episodes(loaded, 1, deterministic=True, seed=seed, frames=True)
     except (ConfigError, ValueError, TypeError, AttributeError):  # no model yet; an env without rgb_array
         return None

@@ -19,6 +19,7 @@ from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import file_name, plot_env
 from rlzoo.reporting.media import EncoderInfo, Replay, best_replays, encoder_folders, read_encoder
 from rlzoo.results import stats as results_stats
+from rlzoo.results import verdicts
 from rlzoo.results.comparison import AUTO, Comparison, compare, table_cells
 
 REPORT = "report.html"
@@ -39,6 +40,8 @@ NUMERIC = {
     "train return (mean ± SE)",
     "test return (mean ± SE)",
     "IQM [95 % CI]",
+    "test IQM [95 % CI]",
+    "sampled test IQM [95 % CI]",
     "test success",
 }
 
@@ -75,9 +78,9 @@ def _table(header: Sequence[str], lines: Sequence[Sequence[str]], classes: Seque
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _results(comparison: Comparison) -> str:
-    stats = results_stats.row_stats(comparison.rows, comparison.baseline)
-    header, lines = table_cells(comparison.rows, comparison.baseline, stats)
+def _results(comparison: Comparison, verdict_of: str | None, verdict_ci: float) -> str:
+    stats = results_stats.row_stats(comparison.rows, comparison.baseline, reference=verdict_of, confidence=verdict_ci)
+    header, lines = table_cells(comparison.rows, comparison.baseline, stats, verdict_of)
     classes = ["baseline" if r.is_baseline else "failed" if not r.n else "" for r in comparison.rows]
     missing = [] if results_stats.rliable_installed() else [results_stats.MISSING_NOTE]
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in comparison.notes + missing)
@@ -165,6 +168,8 @@ def write_report(
     budgets: Sequence[int] | None = None,
     baseline: str | None = AUTO,
     videos: bool = True,
+    verdict_of: str | None = None,
+    verdict_ci: float = 0.95,
     log: Callable[[str], None] = print,
 ) -> ReportPage:
     """Compare the runs under ``folder`` and write the page (``<folder>/report.html`` unless ``out``).
@@ -173,12 +178,14 @@ def write_report(
     """
     folder = Path(folder)
     comparison = compare(folder, budgets, baseline)
+    verdicts.check_reference(verdict_of, [g.srl_model for g in comparison.groups])
     curves, n_figures = _curves(comparison)
     replays = best_replays(comparison.rows) if videos else []
     encoders = [read_encoder(p) for p in encoder_folders(comparison.results, folder)]
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     title = f"rlzoo report: {folder.resolve()}"
-    body = "".join([_results(comparison), curves, _encoders(encoders), _replays(replays), _runs(comparison)])
+    results = _results(comparison, verdict_of, verdict_ci)
+    body = "".join([results, curves, _encoders(encoders), _replays(replays), _runs(comparison)])
     page = (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"

@@ -264,18 +264,18 @@ TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "
 
 
 def table_cells(
-    rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None
+    rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None, reference: str | None = None
 ) -> tuple[list[str], list[list[str]]]:
     """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike; with
     ``stats`` (:func:`rlzoo.results.stats.row_stats` of the rows) the test return (and the sampled-action test
-    return, when some run played one), IQM and P(improvement) too. A
-    ``test success`` column (mean ``test/success_rate`` of the group's finished runs) appears when a group reports
-    one; the p column reads ``baseline`` only for a baseline row that another row is compared with, ``—`` where there
-    is none."""
+    return, when some run played one), IQM and P(improvement) too, and with ``reference`` P(reference > row) and the
+    verdicts. A ``test success`` column (mean ``test/success_rate`` of the group's finished runs) appears when a group
+    reports one; the p column reads ``baseline`` only for a baseline row that another row is compared with, ``—``
+    where there is none."""
     successes = any(not math.isnan(r.group.success_rate) for r in rows)
     header = [*TABLE_HEADER, *([SUCCESS] if successes else [])]
     sampled = stats is not None and results_stats.has_sampled(stats)
-    header += results_stats.header_cells(baseline, sampled) if stats is not None else []
+    header += results_stats.header_cells(baseline, sampled, reference) if stats is not None else []
     header += [f"p vs {baseline}"] if baseline is not None else []
     compared = _compared_baselines(rows, baseline)
     lines: list[list[str]] = []
@@ -293,7 +293,7 @@ def table_cells(
         if successes:
             line.append("—" if math.isnan(group.success_rate) else f"{group.success_rate:.0%}")
         if stats is not None:
-            line += results_stats.row_cells(stats[len(lines)], baseline, r.is_baseline, sampled)
+            line += results_stats.row_cells(stats[len(lines)], baseline, r.is_baseline, sampled, reference)
         if baseline is not None:
             line.append("baseline" if any(r is b for b in compared) else _p_value(r.p_value))
         lines.append(line)

@@ -25,6 +25,8 @@ import numpy as np
 if TYPE_CHECKING:
     from rlzoo.results.runs import Group
 
+from rlzoo.results import verdicts
+
 
 class Row(Protocol):
     """What the statistics read of a table row (:class:`rlzoo.results.comparison.Row`, which imports this module)."""
@@ -56,6 +58,8 @@ MISSING_NOTE = 'IQM, its CI and P(improvement) need rliable: pip install -e ".[s
 CSV_HEADER = (
     "test_mean", "test_se", "test_seeds", "iqm", "iqm_ci_low", "iqm_ci_high",
     "p_improvement", "p_improvement_ci_low", "p_improvement_ci_high", "sampled_test_mean", "sampled_test_se",
+    "test_iqm", "test_iqm_ci_low", "test_iqm_ci_high", "sampled_test_iqm", "sampled_test_iqm_ci_low",
+    "sampled_test_iqm_ci_high", *verdicts.CSV_HEADER,
 )  # fmt: skip
 
 
@@ -69,6 +73,12 @@ class RowStats:
     improvement: float = math.nan  # P(a seed of this row scores above a seed of the baseline row)
     improvement_ci: tuple[float, float] = (math.nan, math.nan)
     sampled_scores: tuple[float, ...] = ()  # per seed: the test episodes with sampled actions (sampled_test=true)
+    test_iqm: float = math.nan
+    test_iqm_ci: tuple[float, float] = (math.nan, math.nan)
+    sampled_iqm: float = math.nan
+    sampled_iqm_ci: tuple[float, float] = (math.nan, math.nan)
+    versus: verdicts.Comparison | None = None  # P(the verdict's reference > this row), per score, and its verdicts
+    is_reference: bool = False  # this row is the verdict's reference
 
     @property
     def test_mean(self) -> float:
@@ -144,31 +154,81 @@ def _interval(
     return float(point[0]), (float(interval[0][0]), float(interval[1][0]))
 
 
-def row_stats(rows: Sequence[Row], baseline: str | None, reps: int = REPS, seed: int = 0) -> list[RowStats]:
-    """The statistics of every row, in order (only the test return when rliable is missing)."""
+def _iqm(scores: Sequence[float], seed: int, reps: int) -> tuple[float, tuple[float, float]]:
+    """The IQM of per-seed scores with its 95 % stratified bootstrap CI (NaN without scores)."""
+    from rliable import metrics
+
+    if not scores:
+        return math.nan, (math.nan, math.nan)
+    column = np.asarray(scores, dtype=float)[:, None]  # (seeds, one task)
+    return _interval({"x": [column]}, lambda x: np.array([metrics.aggregate_iqm(x)]), seed, reps)
+
+
+def _reference_of(row: Row, rows: Sequence[Row], reference: str | None) -> Row | None:
+    """The row of srl_model ``reference`` with the same env, budget and algorithm as ``row`` (None: none, or itself)."""
+    if reference is None:
+        return None
+    key = (row.group.env, row.budget, row.group.algo, row.group.variant)
+    matches = [
+        r for r in rows
+        if r.n and r.group.srl_model == reference and (r.group.env, r.budget, r.group.algo, r.group.variant) == key
+    ]  # fmt: skip
+    return matches[0] if len(matches) == 1 and matches[0] is not row else None
+
+
+def row_stats(
+    rows: Sequence[Row],
+    baseline: str | None,
+    reps: int = REPS,
+    seed: int = 0,
+    reference: str | None = None,
+    confidence: float = CONFIDENCE,
+) -> list[RowStats]:
+    """The statistics of every row, in order (only the test return when rliable is missing).
+
+    :param reference: an srl_model whose probability of improvement over each other row (same env, budget and
+        algorithm), with its CI at ``confidence``, decides a verdict per score (:mod:`rlzoo.results.verdicts`).
+    """
     installed = rliable_installed()
-    if installed:
-        from rliable import metrics
+    scores = {id(row): test_scores(row, (TEST_KEY, SAMPLED_TEST_KEY)) for row in rows}
     result = []
     for row in rows:
-        tests, sampled = test_scores(row, (TEST_KEY, SAMPLED_TEST_KEY))
+        tests, sampled = scores[id(row)]
         if not installed or not row.n:
             result.append(RowStats(tests, sampled_scores=sampled))
             continue
-        column = np.asarray(row.scores, dtype=float)[:, None]  # (seeds, one task)
-        iqm, iqm_ci = _interval({"x": [column]}, lambda x: np.array([metrics.aggregate_iqm(x)]), seed, reps)
+        iqm, iqm_ci = _iqm(row.scores, seed, reps)
         improvement, improvement_ci = math.nan, (math.nan, math.nan)
         other = _baseline_of(row, rows, baseline)
         if other is not None:
-            base = np.asarray(other.scores, dtype=float)[:, None]
-            improvement, improvement_ci = _interval(
-                {"x": [column, base]},
-                lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),
-                seed,
-                reps,
+            improvement, improvement_ci = _improvement(row.scores, other.scores, seed, reps)
+        versus = None
+        ref = _reference_of(row, rows, reference)
+        if ref is not None:
+            ref_tests, ref_sampled = scores[id(ref)]
+            versus = verdicts.compare_scores(
+                (ref.scores, ref_tests, ref_sampled), (row.scores, tests, sampled), confidence, reps, seed
             )
-        result.append(RowStats(tests, iqm, iqm_ci, improvement, improvement_ci, sampled))
+        result.append(
+            RowStats(
+                tests, iqm, iqm_ci, improvement, improvement_ci, sampled, *_iqm(tests, seed, reps),
+                *_iqm(sampled, seed, reps), versus, reference is not None and row.group.srl_model == reference,
+            )
+        )  # fmt: skip
     return result
+
+
+def _improvement(
+    scores: Sequence[float], base: Sequence[float], seed: int, reps: int
+) -> tuple[float, tuple[float, float]]:
+    from rliable import metrics
+
+    return _interval(
+        {"x": [np.asarray(scores, dtype=float)[:, None], np.asarray(base, dtype=float)[:, None]]},
+        lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),
+        seed,
+        reps,
+    )
 
 
 def _number(value: float, digits: int = 1) -> str:
@@ -180,46 +240,62 @@ def has_sampled(stats: Sequence[RowStats]) -> bool:
     return any(s.sampled_scores for s in stats)
 
 
-def header_cells(baseline: str | None, sampled: bool = False) -> list[str]:
-    """The columns the statistics add to the results table (``sampled``: the sampled-action test return too)."""
+def header_cells(baseline: str | None, sampled: bool = False, reference: str | None = None) -> list[str]:
+    """The columns the statistics add to the results table (``sampled``: the sampled-action test return too;
+    ``reference``: P(reference > row) and the verdicts)."""
     return [
         "test return (mean ± SE)",
         *(["sampled test return (mean ± SE)"] if sampled else []),
         "IQM [95 % CI]",
+        "test IQM [95 % CI]",
+        *(["sampled test IQM [95 % CI]"] if sampled else []),
         *([f"P(> {baseline}) [95 % CI]"] if baseline is not None else []),
+        *(verdicts.header(reference) if reference is not None else []),
     ]
 
 
-def row_cells(stats: RowStats, baseline: str | None, is_baseline: bool, sampled: bool = False) -> list[str]:
+def _iqm_cell(iqm: float, ci: tuple[float, float]) -> str:
+    return "—" if math.isnan(iqm) else f"{iqm:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]"
+
+
+def row_cells(
+    stats: RowStats, baseline: str | None, is_baseline: bool, sampled: bool = False, reference: str | None = None
+) -> list[str]:
     """One row's cells under :func:`header_cells`."""
-    low, high = stats.iqm_ci
     cells = [
         f"{_number(stats.test_mean)} ± {_number(stats.test_se)}",
         *([f"{_number(stats.sampled_mean)} ± {_number(stats.sampled_se)}"] if sampled else []),
-        "—" if math.isnan(stats.iqm) else f"{stats.iqm:.1f} [{low:.1f}, {high:.1f}]",
+        _iqm_cell(stats.iqm, stats.iqm_ci),
+        _iqm_cell(stats.test_iqm, stats.test_iqm_ci),
+        *([_iqm_cell(stats.sampled_iqm, stats.sampled_iqm_ci)] if sampled else []),
     ]
     if baseline is not None:
         p_low, p_high = stats.improvement_ci
         value = f"{stats.improvement:.2f} [{p_low:.2f}, {p_high:.2f}]"
         cells.append("baseline" if is_baseline else "—" if math.isnan(stats.improvement) else value)
+    if reference is not None:
+        cells += verdicts.cells(stats.versus, stats.is_reference)
     return cells
 
 
 def csv_cells(stats: RowStats) -> list[Any]:
     """One row's values under :data:`CSV_HEADER` (empty where undefined)."""
     values = [stats.test_mean, stats.test_se, None, stats.iqm, *stats.iqm_ci, stats.improvement, *stats.improvement_ci,
-              stats.sampled_mean, stats.sampled_se]  # fmt: skip
+              stats.sampled_mean, stats.sampled_se, stats.test_iqm, *stats.test_iqm_ci, stats.sampled_iqm,
+              *stats.sampled_iqm_ci]  # fmt: skip
     cells: list[Any] = ["" if v is None or math.isnan(v) else f"{v:.6g}" for v in values]
     cells[2] = len(stats.test_scores)
-    return cells
+    return cells + verdicts.csv_cells(stats.versus)
 
 
 CAPTION = (
     "train return: each seed's mean over its last {last} training episodes at the budget; test return: each seed's "
     "mean over its test episodes after training (sampled test return, runs with sampled_test=true: the same episodes "
     "with sampled actions); mean ± SE over seeds. IQM: interquartile mean of the seeds' train "
-    "returns, 95 % stratified bootstrap CI ({reps} resamples, rliable); P(> baseline): probability that a seed "
-    "scores above a seed of the baseline (rliable's probability of improvement), with its 95 % CI."
+    "returns (test IQM: of their test returns), 95 % stratified bootstrap CI ({reps} resamples, rliable); "
+    "P(> baseline): probability that a seed scores above a seed of the baseline (rliable's probability of "
+    "improvement), with its 95 % CI. A verdict reads the CI of P(reference > row): above when it lies above 0.5, "
+    "below when it lies below, not resolved when it contains 0.5."
 )
 
 

@@ -13,14 +13,11 @@ returns normally), so Hydra prints no traceback; the sweep's last line is ``N jo
 from __future__ import annotations
 
 import csv
-import fcntl
 import io
 import json
 import math
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.files import atomic_write_text
+from rlzoo.files import atomic_write_text, locked
 from rlzoo.rundir import RunDir, error_line, record_failure
 
 SUMMARY_CSV = "summary.csv"
@@ -114,21 +111,10 @@ def _number(value: float, spec: str) -> str:
     return "-" if math.isnan(value) else format(value, spec)
 
 
-@contextmanager
-def _locked(sweep_dir: Path) -> Iterator[None]:
-    """Serialise summary writers (parallel jobs end at the same time)."""
-    with (sweep_dir / ".summary.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def write_summary(sweep_dir: Path) -> list[JobRow]:
     """Rewrite ``summary.csv`` and ``summary.md`` of ``sweep_dir`` from its job dirs; return the rows."""
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(sweep_dir):
+    with locked(sweep_dir / ".summary.lock"):  # summary writers in turn: parallel jobs end at the same time
         rows = sweep_rows(sweep_dir)
         stream = io.StringIO()
         writer = csv.writer(stream, lineterminator="\n")

@@ -1,15 +1,17 @@
-"""Callbacks every run uses: the returns100 curve and periodic checkpoints."""
+"""What every run writes while it trains: the returns100 curve and periodic checkpoints with their resume state
+(SB3 callbacks for single-agent runs; the writers themselves for every kind)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -18,52 +20,31 @@ from rlzoo.training.budget import RunClock
 from rlzoo.training.resume import log_state
 
 
-class Returns100(BaseCallback):
-    """Write ``frame,mean,std,max,min`` for every non-overlapping window of 100 training episodes, and a final
-    partial window at the end (the autonomous-learning-library's returns100, with a header).
+class Returns100Writer:
+    """``frame,mean,std,max,min`` for every non-overlapping window of ``window`` training episodes, and a final
+    partial window at :meth:`close` (the autonomous-learning-library's returns100, with a header).
 
     :param path: the CSV file (appended to when it exists).
-    :param window: episodes per row.
     :param pending: returns of episodes not yet written (a resumed run's, from its checkpoint).
     """
 
     def __init__(self, path: Path, window: int = 100, pending: Sequence[float] = ()) -> None:
-        super().__init__()
-        self.path = path
-        self.window = window
+        self.path, self.window = path, window
         self._returns: list[float] = list(pending)
         self._stream: TextIO | None = None
-        self._seen: list[int] | None = None  # episodes already read per Monitor (polling mode only)
+        self._frame = 0
 
-    def _on_training_start(self) -> None:
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
         self._stream = self.path.open("a")
         if new:
             self._stream.write(RETURNS100_HEADER + "\n")
             self._stream.flush()
 
-    def _on_step(self) -> bool:
-        infos = self.locals.get("infos")
-        if infos is None:  # algorithms that run episodes internally (ARS) pass no step locals
-            self._poll_monitors()
-            return True
-        for info in infos:
-            episode = info.get("episode")
-            if episode is not None:
-                self._add(float(episode["r"]))
-        return True
-
-    def _poll_monitors(self) -> None:
-        """Read new episodes straight from the Monitor wrappers."""
-        per_env = self.training_env.get_attr("episode_returns")
-        if self._seen is None:
-            self._seen = [0] * len(per_env)
-        for rank, returns in enumerate(per_env):
-            for value in returns[self._seen[rank] :]:
-                self._add(float(value))
-            self._seen[rank] = len(returns)
-
-    def _add(self, episode_return: float) -> None:
+    def add(self, episode_return: float, frame: int) -> None:
+        """One finished training episode's return, at ``frame`` agent steps."""
+        self._frame = frame
         self._returns.append(episode_return)
         if len(self._returns) == self.window:
             self._write_row()
@@ -76,19 +57,85 @@ class Returns100(BaseCallback):
     def _write_row(self) -> None:
         assert self._stream is not None
         values = np.asarray(self._returns)
-        row = (self.num_timesteps, values.mean(), values.std(), values.max(), values.min())
+        row = (self._frame, values.mean(), values.std(), values.max(), values.min())
         self._stream.write("{},{:.6g},{:.6g},{:.6g},{:.6g}\n".format(*row))
         self._stream.flush()
         self._returns.clear()
 
+    def close(self, frame: int | None = None) -> None:
+        """Write the partial window (at ``frame``, else the last episode's) and close the file."""
+        if self._stream is None:
+            return
+        self._frame = self._frame if frame is None else frame
+        if self._returns:
+            self._write_row()
+        self._stream.close()
+        self._stream = None
+
+
+class Returns100(BaseCallback):
+    """The run's returns100 curve (:class:`Returns100Writer`) from the training episodes SB3's Monitor reports.
+
+    :param path: the CSV file (appended to when it exists).
+    :param window: episodes per row.
+    :param pending: returns of episodes not yet written (a resumed run's, from its checkpoint).
+    """
+
+    def __init__(self, path: Path, window: int = 100, pending: Sequence[float] = ()) -> None:
+        super().__init__()
+        self.writer = Returns100Writer(path, window, pending)
+        self._seen: list[int] | None = None  # episodes already read per Monitor (polling mode only)
+
+    def _on_training_start(self) -> None:
+        self.writer.open()
+
+    def _on_step(self) -> bool:
+        infos = self.locals.get("infos")
+        if infos is None:  # algorithms that run episodes internally (ARS) pass no step locals
+            self._poll_monitors()
+            return True
+        for info in infos:
+            episode = info.get("episode")
+            if episode is not None:
+                self.writer.add(float(episode["r"]), self.num_timesteps)
+        return True
+
+    def _poll_monitors(self) -> None:
+        """Read new episodes straight from the Monitor wrappers."""
+        per_env = self.training_env.get_attr("episode_returns")
+        if self._seen is None:
+            self._seen = [0] * len(per_env)
+        for rank, returns in enumerate(per_env):
+            for value in returns[self._seen[rank] :]:
+                self.writer.add(float(value), self.num_timesteps)
+            self._seen[rank] = len(returns)
+
+    @property
+    def pending(self) -> list[float]:
+        """Returns of the episodes since the last written row."""
+        return self.writer.pending
+
     def _on_training_end(self) -> None:
         if self._seen is not None:
             self._poll_monitors()
-        if self._returns:
-            self._write_row()
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+        self.writer.close(self.num_timesteps)
+
+
+def save_checkpoint(
+    run: RunDir,
+    steps: int,
+    models: BaseAlgorithm | Mapping[str, BaseAlgorithm],
+    normalizer: VecNormalize | None,
+    pending: Sequence[float],
+    clock: RunClock | None,
+    kind_state: dict[str, Any] | None = None,
+) -> None:
+    """Save a checkpoint at ``steps`` with its resume state: the logs' lengths, the returns not yet in returns100
+    (``pending``), the run clock's reading and what the kind of run keeps of its own (``kind_state``)."""
+    state = log_state(run, list(pending), clock.elapsed() if clock is not None else None)
+    if kind_state:
+        state["kind"] = kind_state
+    run.save_checkpoint(steps, models, normalizer, state)
 
 
 class Checkpoint(BaseCallback):
@@ -145,8 +192,7 @@ class Checkpoint(BaseCallback):
 
     def _save(self) -> None:
         pending = self.returns100.pending if self.returns100 is not None else []
-        state = log_state(self.run, pending, self.clock.elapsed() if self.clock is not None else None)
-        self.run.save_checkpoint(self.num_timesteps, self.model, self.normalizer, state)
+        save_checkpoint(self.run, self.num_timesteps, self.model, self.normalizer, pending, self.clock)
 
     def _restore_handler(self) -> None:
         if self._previous_handler is not None:

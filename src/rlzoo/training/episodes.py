@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -159,10 +160,10 @@ class _Episodes:
         return [self.done[i] for i in range(self.episodes)]
 
 
-def summarize(results: list[EpisodeResult]) -> dict[str, float]:
-    """Mean, std, min and max of the test returns under ``test/``, and ``test/success_rate`` (the fraction of
-    episodes that ended with ``info["is_success"]``) for envs that report success."""
-    values = np.asarray([r.ret for r in results], dtype=float)
+def return_statistics(returns: Sequence[float], lengths: Sequence[int] | None = None) -> dict[str, float]:
+    """The test metrics of every kind of run: mean, std, min and max of the returns, the episode count under
+    ``test/`` (and ``test/mean_length`` with ``lengths``)."""
+    values = np.asarray(returns, dtype=float)
     summary = {
         "test/mean_return": float(values.mean()),
         "test/std_return": float(values.std()),
@@ -170,6 +171,15 @@ def summarize(results: list[EpisodeResult]) -> dict[str, float]:
         "test/max_return": float(values.max()),
         "test/episodes": float(values.size),
     }
+    if lengths is not None:
+        summary["test/mean_length"] = float(np.mean(lengths))
+    return summary
+
+
+def summarize(results: list[EpisodeResult]) -> dict[str, float]:
+    """Mean, std, min and max of the test returns under ``test/``, and ``test/success_rate`` (the fraction of
+    episodes that ended with ``info["is_success"]``) for envs that report success."""
+    summary = return_statistics([r.ret for r in results])
     successes = [r.success for r in results if r.success is not None]
     if successes:
         summary["test/success_rate"] = float(np.mean(successes))

@@ -23,14 +23,12 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import MODEL, OBS_NORM, RunDir, load_obs_norm
+from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
 
 if TYPE_CHECKING:
     from gymnasium import spaces
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv, VecNormalize
-
-FINAL, LATEST, BEST = "final", "latest", "best"
 
 
 @dataclass(frozen=True)
@@ -78,19 +76,12 @@ def _split(value: str) -> tuple[str, str]:
 
 
 def _choose(run: RunDir, checkpoint: str, value: str) -> int | None:
-    """The checkpoint's steps (None: the final model), checked to hold a model."""
-    steps = [int(folder.name) for folder in run.checkpoints()]
-    available = ", ".join(([FINAL] if run.model.is_file() else []) + [str(s) for s in steps]) or "none"
-    if checkpoint == LATEST and (steps or run.model.is_file()):
-        return None if run.model.is_file() else steps[-1]
-    if checkpoint == FINAL and run.model.is_file():
-        return None
-    if checkpoint.isdigit() and int(checkpoint) in steps:
-        return int(checkpoint)
-    raise ConfigError(
-        f"init_from={value}: run {run.path} has no {checkpoint} model (available: {available}); "
-        f"give <run dir>[:{FINAL}|{LATEST}|{BEST}|<steps>] of a run with a model"
-    )
+    """The checkpoint's steps (None: the final model), checked to hold a model (:meth:`RunDir.find_model`)."""
+    try:
+        return run.find_model(checkpoint, choose=f"init_from={run.path}:")[1]
+    except ConfigError as error:
+        message = str(error)
+        raise ConfigError(message if message.startswith("init_from=") else f"init_from={value}: {message}") from None
 
 
 def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> InitPoint:

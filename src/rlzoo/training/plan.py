@@ -94,7 +94,7 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     settings = dataclasses.replace(settings, normalize=observing.normalize)
     values["env"], values["normalize"] = spec.values(), observing.normalize
     policy = factory.policy_for(observing.policy_family)
-    logging = _log_plan(values["logger"], settings.verbose)
+    logging = log_plan(values["logger"], settings.verbose)
     init_point = find_init_point(settings.init_from, values, factory.algo_class) if settings.init_from else None
     values["init_from"] = init_point.pinned if init_point is not None else None  # recorded: the model used
     config = OmegaConf.create(values)
@@ -102,7 +102,8 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     return RunPlan(config, settings, hardware, factory, spec, representation, policy, logging, resume_point, init_point)
 
 
-def _log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:
+def log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:
+    """The checked ``logger`` group (W&B online: its credentials and server reached before the run dir exists)."""
     formats = check_formats(logger_values.get("formats", []), verbose)
     wandb, visdom = logger_values.get("wandb"), logger_values.get("visdom")
     wandb_settings = WandbSettings.from_values(wandb) if wandb else None

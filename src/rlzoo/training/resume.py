@@ -41,6 +41,7 @@ class ResumePoint:
     log_lines: dict[str, int] = field(default_factory=dict)  # run-dir relative path -> lines to keep
     pending_returns: list[float] = field(default_factory=list)  # returns100's episodes not yet written
     elapsed: float = 0.0  # seconds the run had trained (its clock: monitor t, time/time_elapsed go on from here)
+    kind_state: dict[str, Any] = field(default_factory=dict)  # what the kind of run keeps of its own (multi-agent)
 
     @property
     def model(self) -> Path:
@@ -53,9 +54,9 @@ class ResumePoint:
 
 
 def log_state(run: RunDir, pending_returns: list[float], elapsed: float | None = None) -> dict[str, Any]:
-    """The resume state of ``run``'s logs now: line counts of monitor files, returns100.csv, progress.csv and
-    evaluations.csv (and ``elapsed``, the seconds the run has trained)."""
-    files = [*run.monitor_files(), run.returns100, run.progress, run.evaluations]
+    """The resume state of ``run``'s logs now: line counts of its log files (:meth:`RunDir.log_files`) and
+    ``elapsed``, the seconds the run has trained."""
+    files = run.log_files()
     lines = {str(path.relative_to(run.path)): _count_lines(path) for path in files if path.is_file()}
     state: dict[str, Any] = {"log_lines": lines, "pending_returns": list(pending_returns)}
     if elapsed is not None:
@@ -95,7 +96,7 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     if run.is_finished():
         raise ConfigError(f"run_dir {run.path} holds a finished run (metrics.json); choose another run_dir")
     if not run.config.is_file():
-        if run.model.exists() or run.checkpoints():
+        if run.trained() or run.checkpoints():
             raise ConfigError(f"run_dir {run.path} holds a model but no config.yaml; choose another run_dir")
         return None
     differences = _differences(run.read_config(), cfg)
@@ -104,8 +105,8 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
             f"run_dir {run.path} holds a run with another config ({'; '.join(differences[:5])}); choose another "
             "run_dir, or continue that run as it was configured with resume=<run dir>"
         )
-    if run.model.is_file():  # training ended; the test phase did not
-        return ResumePoint(run.path, timesteps=-1)
+    if run.trained():  # training ended; the test phase did not
+        return ResumePoint(run.path, timesteps=-1, kind_state=run.final_state())
     checkpoints = run.checkpoints()
     if not checkpoints:
         return None
@@ -114,7 +115,7 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     state = json.loads(state_file.read_text()) if state_file.is_file() else {}
     return ResumePoint(
         newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
-        float(state.get("elapsed_seconds", 0.0)),
+        float(state.get("elapsed_seconds", 0.0)), dict(state.get("kind", {})),
     )  # fmt: skip
 
 
@@ -154,7 +155,7 @@ def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
     if point is None or point.timesteps >= 0:
         cut_event_files(run.tensorboard_dir, None if point is None else point.timesteps)
     if point is None:
-        for path in [*run.monitor_files(), run.returns100, run.progress, run.evaluations]:
+        for path in run.log_files():
             path.unlink(missing_ok=True)
         return
     for relative, keep in point.log_lines.items():

@@ -7,13 +7,11 @@ always show the whole study), and the plots when it ends.
 from __future__ import annotations
 
 import csv
-import fcntl
 import functools
 import io
 import json
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from rlzoo.config import user_config_dir
-from rlzoo.files import atomic_write_text
+from rlzoo.files import atomic_write_text, locked
 from rlzoo.tune.settings import TuneSettings
 from rlzoo.tune.space import SearchSpace, lookup, with_values
 from rlzoo.tune.study import DUPLICATE, LOST
@@ -68,7 +66,7 @@ def write_outputs(
     plots: bool = False,
 ) -> StudyFiles:
     """Rewrite ``trials.csv`` and the tuned pair (and the plots when ``plots``) from the study as it is now."""
-    with _locked(settings.study_dir):
+    with locked(settings.study_dir / ".outputs.lock"):  # the workers rewrite the study's files in turn
         trials = study.get_trials(deepcopy=False)
         csv_path = settings.study_dir / TRIALS_CSV
         atomic_write_text(csv_path, trials_table(trials, space))
@@ -168,18 +166,6 @@ _STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.R
 
 def _mark(path: str, sampled: Mapping[str, Any]) -> str:
     return "  # searched" if any(p == path or p.startswith(f"{path}.") for p in sampled) else ""
-
-
-@contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """Serialise the workers' rewrites of the study's files."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / ".outputs.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class _OnceEvaluator(optuna.importance.FanovaImportanceEvaluator):

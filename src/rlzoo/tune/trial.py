@@ -1,7 +1,7 @@
 """One trial: its values sampled, its config made, trained as a normal rlzoo run dir, its outcome told to the study.
 
-A trial trains through :func:`rlzoo.training.run.train_run` (the same plan and build as ``rlzoo.train``) with one
-extra callback, :class:`~rlzoo.tune.pruning.EvaluateAndPrune`. Its value is the mean return of the run's test
+A trial trains through :func:`rlzoo.training.run.train_run` (the skeleton and single-agent kind of ``rlzoo.train``)
+with one extra callback, :class:`~rlzoo.tune.pruning.EvaluateAndPrune`. Its value is the mean return of the run's test
 episodes (``tune.eval_episodes``, deterministic) after training; a pruned trial stops training at once, and its run
 dir is finished as usual (model, test episodes, ``metrics.json`` with the steps it reached). A trial that raises, or
 whose value is not finite, is recorded as failed (its traceback in the run dir's ``error.txt``); the study goes on.

@@ -1,0 +1,202 @@
+"""The multi-agent kind of run (``python -m rlzoo.train ... env=pettingzoo multiagent=<layout>``), run by the one
+skeleton :func:`rlzoo.training.run.run`.
+
+The learners act in the AEC loop (each learning key's training agent learns as its algorithm's ``learn()`` would);
+one model per learner is saved; the test episodes play with learning off. ``total_timesteps`` counts the actions of
+all agents (the fixed opponent's too); each learning key's schedules (exploration, learning rate) run over its share,
+``total_timesteps / number of agents``. A checkpoint holds every learner's model and each key's step count, so a
+killed run resumes (with empty replay buffers, as single-agent runs do).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from omegaconf import DictConfig
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from rlzoo.collector import collect_from_here
+from rlzoo.multiagent.agents import TrainingMultiagent, opponent_for
+from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
+from rlzoo.multiagent.learners import build_learners
+from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
+from rlzoo.rundir import LEARNERS, MODEL, RunDir
+from rlzoo.training.budget import RunClock
+from rlzoo.training.build import TEST_SEED_OFFSET
+from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
+from rlzoo.training.episodes import return_statistics
+from rlzoo.training.kind import Resources
+
+HONOURED = frozenset(
+    {"run_dir", "seed", "total_timesteps", "total_episodes", "max_train_seconds", "checkpoint_freq", "test_episodes",
+     "deterministic_test", "verbose", "resume"}
+)  # fmt: skip
+ONE_ENV = "they step one PettingZoo env"
+NO_KEEP_BEST = "they have no keep-best evaluation"
+
+
+class MultiAgent:
+    """The multi-agent kind (:class:`rlzoo.training.kind.RunKind`)."""
+
+    name = "multi-agent"
+    honoured = HONOURED
+    fixed: Mapping[str, Any] = {"n_envs": 1, "normalize": False, "sampled_test": False}
+    why: Mapping[str, str] = {
+        "n_envs": ONE_ENV,
+        "vec_env": ONE_ENV,
+        "normalize": "the learners see the env's observations as they are",
+        "sampled_test": "they play one test in deterministic_test's mode",
+        "eval_freq": NO_KEEP_BEST,
+        "eval_episodes": NO_KEEP_BEST,
+        "test_checkpoint": NO_KEEP_BEST + ": the final models play the test",
+        "test_envs": "the test episodes are played one after another on one env",
+        "max_test_steps": "the PettingZoo env ends its own episodes",
+        "progress_bar": "the AEC loop shows no progress bar",
+        "init_from": "they cannot start from another run's models",
+    }
+
+    def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> MultiagentPlan:
+        return plan_multiagent(cfg, list(overrides), run_dir_state=True)
+
+    def build(self, plan: MultiagentPlan, context: Resources) -> MultiagentLearning:
+        """The env and the team (learners resumed from the resume point): nothing written."""
+        env = plan.spec.make()
+        context.on_exit(env.close)
+        team = build_team(plan)
+        if plan.resume_point is not None:
+            _restore(team, plan)
+        return MultiagentLearning(plan, env, team)
+
+
+def build_team(plan: MultiagentPlan) -> TrainingMultiagent:
+    """The training multiagent of a plan: learners on held envs, and the fixed opponent of the other keys."""
+    train_steps = math.ceil(plan.settings.total_timesteps / len(plan.agents))
+    learners = build_learners(
+        plan.factory, plan.policy, plan.agents, plan.learners,
+        seed=plan.seed, device=plan.hardware.device, train_steps=train_steps, verbose=plan.settings.verbose,
+    )  # fmt: skip
+    return TrainingMultiagent(learners, opponent_for(plan), plan.seats)
+
+
+def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
+    """Load every learner's weights (and optimizer) from the resume point and each key's step count, so that its
+    schedules go on where they were."""
+    point = plan.resume_point
+    assert point is not None
+    for name, model in team.models.items():
+        model.set_parameters(str(point.folder / LEARNERS / name / MODEL), device=plan.hardware.device)
+    for key, steps in point.kind_state.get("key_steps", {}).items():
+        team.learners.agents[key].model.num_timesteps = int(steps)
+
+
+class MultiagentLearning:
+    """The team learning in the AEC loop (:class:`rlzoo.training.kind.Learning`)."""
+
+    def __init__(self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent) -> None:
+        self.plan, self.env, self.team = plan, env, team
+        point = plan.resume_point
+        self.steps = point.timesteps if point is not None else 0
+        self.episodes = int(point.kind_state.get("episodes", 0)) if point is not None else 0
+        pending = point.kind_state.get("pending", {}) if point is not None else {}
+        paths = {"": plan.run.returns100} | {key: plan.run.agent_returns100(key) for key in plan.agents}
+        self.curves = {key: Returns100Writer(path, pending=pending.get(key, ())) for key, path in paths.items()}
+
+    @property
+    def models(self) -> Mapping[str, BaseAlgorithm]:
+        return self.team.models
+
+    @property
+    def timesteps(self) -> int:
+        return self.steps
+
+    def open_logs(self) -> None:
+        self._cut_event_files()
+        for curve in self.curves.values():
+            curve.open()
+
+    def _cut_event_files(self) -> None:
+        """Each learner's TensorBoard event files cut back to its step at the resume point (removed on a fresh
+        start), as :func:`rlzoo.training.resume.truncate_logs` does the run's own."""
+        from rlzoo.loggers.tensorboard import cut_event_files
+
+        point = self.plan.resume_point
+        if point is not None and point.timesteps < 0:  # training had ended: nothing is written again
+            return
+        key_steps = point.kind_state.get("key_steps", {}) if point is not None else {}
+        for name, keys in self.plan.learners.items():
+            steps = max((int(key_steps[key]) for key in keys if key in key_steps), default=0)
+            folder = RunDir(self.plan.run.learner_dir(name)).tensorboard_dir
+            cut_event_files(folder, None if point is None else steps)
+
+    def learn(self, clock: RunClock) -> dict[str, float]:
+        """Play training episodes until the budget (steps, episodes, seconds) is spent, checkpointing every
+        ``checkpoint_freq`` actions."""
+        settings = self.plan.settings
+        if self.steps < 0:  # training had ended before the run stopped: its final models are loaded
+            self.steps = int(self.plan.resume_point.kind_state.get("timesteps", 0)) if self.plan.resume_point else 0
+            return {}
+        seconds = settings.max_train_seconds
+        budget = Budget(
+            None if settings.total_episodes else settings.total_timesteps - self.steps,
+            settings.total_episodes - self.episodes if settings.total_episodes else None,
+            stop=(lambda: clock.elapsed() >= seconds) if seconds is not None else None,
+        )
+        start = self.steps
+        collect_from_here()
+
+        def on_episode(episode: MultiagentEpisode, steps: int) -> None:
+            self.episodes += 1
+            self.curves[""].add(episode.total, start + steps)
+            for key in self.plan.agents:
+                self.curves[key].add(episode.returns.get(key, 0.0), start + steps)
+
+        def on_step(steps: int) -> None:
+            self.steps = start + steps
+            every = settings.checkpoint_freq
+            if every and self.steps % every == 0:
+                self._checkpoint(clock)
+
+        play(self.env, self.team, budget, self.plan.seed, on_episode, on_step)
+        for curve in self.curves.values():
+            curve.close(self.steps)
+        return {}
+
+    def _checkpoint(self, clock: RunClock) -> None:
+        key_steps = {key: int(agent.model.num_timesteps) for key, agent in self.team.learners.agents.items()}
+        pending = {key: curve.pending for key, curve in self.curves.items()}
+        state = {"key_steps": key_steps, "episodes": self.episodes, "pending": pending}
+        save_checkpoint(self.plan.run, self.steps, self.models, None, pending[""], clock, state)
+
+    def save(self) -> None:
+        self.plan.run.save_final(self.models, {"timesteps": self.steps})
+
+    def test(self) -> dict[str, float]:
+        """Test episodes on an env of their own (seeds from the run's test seed); rows in ``test_returns*.csv``."""
+        plan = self.plan
+        episodes: list[MultiagentEpisode] = []
+        if plan.settings.test_episodes:
+            agent = self.team.test_agent()
+            agent.deterministic = plan.settings.deterministic_test
+            env = plan.spec.make()
+            try:
+                budget = Budget(episodes=plan.settings.test_episodes)
+                episodes, _ = play(env, agent, budget, plan.settings.seed + TEST_SEED_OFFSET)
+            finally:
+                env.close()
+        plan.run.write_test_returns([e.total for e in episodes], [e.length for e in episodes])
+        plan.run.write_agent_test_returns({key: [e.returns.get(key, 0.0) for e in episodes] for key in plan.agents})
+        return summarize(episodes, list(plan.agents)) if episodes else {}
+
+
+def summarize(episodes: list[MultiagentEpisode], keys: list[str]) -> dict[str, float]:
+    """Summed-return statistics under ``test/``, and each agent's mean return; in two-player games each agent's win,
+    draw and loss rates (``test/<agent>/win_rate``, ``draw_rate``, ``loss_rate``: returns compared)."""
+    metrics = return_statistics([e.total for e in episodes], [e.length for e in episodes])
+    for key in keys:
+        metrics[f"test/{key}/mean_return"] = sum(e.returns.get(key, 0.0) for e in episodes) / len(episodes)
+        if len(keys) == 2:
+            for outcome in OUTCOMES:
+                metrics[f"test/{key}/{outcome}_rate"] = sum(e.outcome(key) == outcome for e in episodes) / len(episodes)
+    return metrics

@@ -1,0 +1,101 @@
+"""The pipeline's encoders as Slurm jobs (``hardware=slurm_cpu`` / ``slurm_gpu``), through Submitit, with the
+hardware profile's own launcher settings (partition, time limit, CPUs, memory ...), as Hydra's Submitit launcher
+passes them for the RL sweep.
+
+Each encoder that is not cached is one job; the launching process submits them all, waits, and hands each finished
+step on (its representation's RL runs are then submitted). A launcher killed and run again finds the finished
+encoders in the pipeline's cache (``encoder.json``) and submits only the others. Submitit's files go to
+``<pipeline dir>/.submitit/encoders/<job id>/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from omegaconf import DictConfig, open_dict
+
+from rlzoo.errors import RunFailure
+
+
+class Step(Protocol):
+    """What a job needs of a pipeline step (:class:`rlzoo.pipeline.steps.Step`)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def config(self) -> DictConfig: ...
+
+
+S = TypeVar("S", bound=Step)
+
+SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+FOLDER = Path(".submitit") / "encoders"
+# Hydra's Submitit launcher: keys that Submitit takes as they are (the rest get the ``slurm_`` prefix), and keys that
+# configure the executor itself or the sweep only.
+BASE_KEYS = {"timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node", "mem_gb", "nodes", "name",
+             "stderr_to_stdout"}  # fmt: skip
+NOT_FOR_A_JOB = {"_target_", "submitit_folder", "max_num_timeout", "array_parallelism"}
+
+
+def slurm_parameters(launcher: dict[str, Any]) -> dict[str, Any] | None:
+    """Submitit's parameters for one encoder job from the resolved ``hydra.launcher`` node; None when the hardware
+    profile does not launch on Slurm."""
+    if launcher.get("_target_") != SLURM_LAUNCHER:
+        return None
+    params = {k if k in BASE_KEYS else f"slurm_{k}": v for k, v in launcher.items() if k not in NOT_FOR_A_JOB}
+    params["name"] = "rlzoo-encoder"
+    return params
+
+
+def train_step(config: DictConfig) -> dict[str, float]:
+    """One encoder step, run inside its Slurm job (imports torch there, not in the launching process)."""
+    from rlzoo.srl.train import train_encoder
+
+    return train_encoder(config)
+
+
+def run_steps_on_slurm(
+    steps: Sequence[S],
+    params: dict[str, Any],
+    folder: Path,
+    log: Callable[[str], None],
+    on_done: Callable[[S], None] = lambda step: None,
+) -> None:
+    """Submit each of ``steps`` (those that are not cached) as a Slurm job, then wait; ``on_done`` gets each step as
+    its job ends.
+
+    :raise RunFailure: a job that failed (its error and log file named), after the others have ended.
+    """
+    import submitit
+
+    if not steps:
+        return
+    executor = submitit.AutoExecutor(folder=folder / "%j", cluster="slurm")
+    executor.update_parameters(**params)
+    threads = int(params.get("cpus_per_task", 1))
+    jobs = {}
+    for step in steps:
+        config = step.config.copy()
+        with open_dict(config):
+            config.torch_threads = threads
+        job = executor.submit(train_step, config)
+        log(f"{step.kind} {step.label}: Slurm job {job.job_id}")
+        jobs[job] = step
+    failures = []
+    for job in submitit.helpers.as_completed(list(jobs)):
+        step = jobs[job]
+        try:
+            job.result()
+        except Exception as error:  # the job's own exception, or Slurm's (time-out, node failure)
+            failures.append(f"{step.kind} {step.label} (Slurm job {job.job_id}, log {job.paths.stdout}): {error}")
+            continue
+        log(f"{step.kind} {step.label}: done (Slurm job {job.job_id})")
+        on_done(step)
+    if failures:
+        raise RunFailure("encoder job(s) failed: " + "; ".join(failures).replace("\n", " "))

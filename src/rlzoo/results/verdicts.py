@@ -1,0 +1,135 @@
+"""Verdicts read from confidence intervals: is one representation (``verdict_of``, e.g. srl_splits) above or below
+each other row of the results table?
+
+For a reference row R and another row X with the same env, budget and algorithm, the probability of improvement
+P(R > X) (rliable: the chance that a seed of R scores above a seed of X, ties counting half) is estimated with its
+stratified bootstrap CI, once per score: the last-100 training return, the greedy test return and the sampled test
+return. The verdict follows the CI alone: **above** when its lower end is above 0.5, **below** when its upper end is
+below 0.5, and **not resolved at N seeds** when it contains 0.5 (N: the smaller seed count of the two rows), or when
+either row has fewer than :data:`MIN_SEEDS` seeds: a bootstrap over 3 seeds resamples too few values for its interval
+to mean anything (srl_splits against random features at 3 seeds gives [0.56, 1.00]), so no verdict comes from it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlzoo.errors import ConfigError
+
+ABOVE, BELOW = "above", "below"
+MIN_SEEDS = 5  # fewer seeds on either side: never a verdict
+SCORES = ("train", "greedy test", "sampled test")
+CSV_HEADER = tuple(
+    f"{prefix}_{score.replace(' ', '_')}" for score in SCORES for prefix in ("p_of", "p_of_ci_low", "p_of_ci_high")
+) + tuple(f"verdict_{score.replace(' ', '_')}" for score in SCORES)
+
+
+def check_reference(reference: str | None, srl_models: Sequence[str]) -> None:
+    """Refuse a verdict reference that no run has, naming the srl_models there are."""
+    if reference is not None and reference not in srl_models:
+        raise ConfigError(
+            f"verdict_of={reference!r} is no srl_model of the runs ({', '.join(sorted(set(srl_models)))}); "
+            "choose one, or verdict_of=null"
+        )
+
+
+def unresolved(seeds: int) -> str:
+    return f"not resolved at {seeds} seeds"
+
+
+def verdict(ci: tuple[float, float], seeds: int) -> str:
+    """``above`` / ``below`` / ``not resolved at <seeds> seeds`` from a CI of P(reference > other)."""
+    low, high = ci
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    if seeds < MIN_SEEDS:
+        return unresolved(seeds)
+    if low > 0.5:
+        return ABOVE
+    if high < 0.5:
+        return BELOW
+    return unresolved(seeds)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """P(reference > row) per score with its CI and verdict (NaN and empty where a side has no score)."""
+
+    points: tuple[float, ...] = (math.nan,) * len(SCORES)
+    intervals: tuple[tuple[float, float], ...] = ((math.nan, math.nan),) * len(SCORES)
+    verdicts: tuple[str, ...] = ("",) * len(SCORES)
+
+    @property
+    def defined(self) -> bool:
+        return any(not math.isnan(p) for p in self.points)
+
+
+def probability_of_improvement(
+    reference: Sequence[float], other: Sequence[float], confidence: float, reps: int, seed: int
+) -> tuple[float, tuple[float, float]]:
+    """P(a seed of ``reference`` scores above a seed of ``other``) with its stratified bootstrap CI (rliable)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    scores = {"x": [np.asarray(reference, float)[:, None], np.asarray(other, float)[:, None]]}
+    with warnings.catch_warnings():  # arch 7 warns that rliable's random_state keyword is deprecated
+        warnings.simplefilter("ignore", FutureWarning)
+        points, intervals = rly.get_interval_estimates(
+            scores,
+            lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),
+            reps=reps,
+            confidence_interval_size=confidence,
+            random_state=np.random.RandomState(seed),
+        )
+    return float(points["x"][0]), (float(intervals["x"][0][0]), float(intervals["x"][1][0]))
+
+
+def compare_scores(
+    reference: Sequence[Sequence[float]], other: Sequence[Sequence[float]], confidence: float, reps: int, seed: int
+) -> Comparison:
+    """:class:`Comparison` of two rows' scores, given per score of :data:`SCORES` (one value per seed each)."""
+    points, intervals, verdicts = [], [], []
+    for ours, theirs in zip(reference, other, strict=True):
+        if len(ours) < 1 or len(theirs) < 1:
+            points.append(math.nan)
+            intervals.append((math.nan, math.nan))
+            verdicts.append("")
+            continue
+        point, interval = probability_of_improvement(ours, theirs, confidence, reps, seed)
+        points.append(point)
+        intervals.append(interval)
+        verdicts.append(verdict(interval, min(len(ours), len(theirs))))
+    return Comparison(tuple(points), tuple(intervals), tuple(verdicts))
+
+
+def cells(comparison: Comparison | None, is_reference: bool) -> list[str]:
+    """The table's two cells: P(reference > row) on the training return [CI], and the verdicts train / greedy /
+    sampled (``reference`` on the reference's own row, ``—`` where there is nothing to compare)."""
+    if is_reference:
+        return ["reference", "reference"]
+    if comparison is None or not comparison.defined:
+        return ["—", "—"]
+    point, (low, high) = comparison.points[0], comparison.intervals[0]
+    probability = "—" if math.isnan(point) else f"{point:.2f} [{low:.2f}, {high:.2f}]"
+    return [probability, " / ".join(v or "—" for v in comparison.verdicts)]
+
+
+def header(reference: str) -> list[str]:
+    return [f"P({reference} > row), train [CI]", f"{reference} is (train / greedy test / sampled test)"]
+
+
+def csv_cells(comparison: Comparison | None) -> list[str]:
+    """The values under :data:`CSV_HEADER` (empty where undefined)."""
+    if comparison is None:
+        return [""] * len(CSV_HEADER)
+    numbers = [
+        "" if math.isnan(v) else f"{v:.6g}"
+        for point, interval in zip(comparison.points, comparison.intervals, strict=True)
+        for v in (point, *interval)
+    ]
+    return [*numbers, *comparison.verdicts]

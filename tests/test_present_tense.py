@@ -1,0 +1,59 @@
+"""Docs, configs, code comments and test docstrings describe the code as it is: no absolute path of the machine a
+run was made on, and no narration of past work by numbered sessions, attempts or runs (git keeps the history).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXCLUDED = {
+    "tests/test_present_tense.py",  # its own patterns
+}
+TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".sh", ".csv", ".ini", ""}
+# Folders of a machine or a user, not of the repository (/tmp/... in examples and /usr/bin are not a machine's).
+MACHINE_PATH = re.compile(r"(?<![\w.~$}/-])/(?:work|home|Users|root|scratch|mnt|gpfs|lustre|data)/[\w.-]+")
+ORDINAL = (
+    "third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|sixteenth|"
+    "seventeenth|eighteenth|nineteenth|twentieth"
+)
+NARRATION = re.compile(
+    rf"\bsessions? \d+|\b(?:attempt|try) #?\d+|\brun #\d+|\b(?:{ORDINAL})\b(?: [\w-]+)? (?:run|attempt|session)s?\b|"
+    r"\b(?:since|before|until|earlier in|after) issue \d+",
+    re.IGNORECASE,
+)
+
+
+def tracked_text_files() -> list[Path]:
+    names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [ROOT / n for n in names if n not in EXCLUDED and Path(n).suffix in TEXT_SUFFIXES and (ROOT / n).is_file()]
+
+
+def findings(pattern: re.Pattern[str]) -> list[str]:
+    found = []
+    for path in tracked_text_files():
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            match = pattern.search(line)
+            if match:
+                found.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)}")
+    return found
+
+
+def test_no_machine_paths() -> None:
+    assert findings(MACHINE_PATH) == []
+
+
+def test_no_narration_of_past_work() -> None:
+    assert findings(NARRATION) == []
+
+
+def test_the_patterns_find_what_they_look_for() -> None:
+    assert MACHINE_PATH.search("see /work/runs/x") and not MACHINE_PATH.search("pipeline.dir=/tmp/demo")
+    assert NARRATION.search("the fourteenth run took") and NARRATION.search("since session 23")
+    assert not NARRATION.search("the first run's objects") and not NARRATION.search("a run of 100 steps")
