@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
-from rlzoo import rundir
+from rlzoo import model_files
 from rlzoo.errors import RunFailure
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
@@ -140,7 +140,7 @@ def test_a_missing_extra_names_its_pip_install(extra: str, tmp_path: Path) -> No
 
 
 def _disk_fills_after(saves: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_save = rundir.save_model
+    real_save = model_files.save_model  # checkpoints save through model_files.save_models
     calls = {"n": 0}
 
     def save(folder: Path, *args: object) -> None:
@@ -149,7 +149,7 @@ def _disk_fills_after(saves: int, monkeypatch: pytest.MonkeyPatch) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
         real_save(folder, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(rundir, "save_model", save)
+    monkeypatch.setattr(model_files, "save_model", save)
 
 
 def test_a_full_disk_during_a_checkpoint_is_one_line_naming_what_survived(

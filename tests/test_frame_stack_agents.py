@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from agent_loops import assert_plays_as_enjoy
 from conftest import TINY_ON_POLICY, Compose
 from rlzoo import State, load_agent
 from rlzoo.enjoy import EnjoySettings, enjoy
@@ -71,3 +72,5 @@ def test_load_agent_and_enjoy_on_stacked_states(case: str, compose: Compose, tmp
     assert actions == _run_actions(run, len(actions), seed=7)
     replay = enjoy(EnjoySettings(str(run), n_episodes=1), log=lambda _: None)
     assert replay is not None and (run / "enjoy").is_dir()
+    if case == "env_frame_stack":
+        assert_plays_as_enjoy(run)

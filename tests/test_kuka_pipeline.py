@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agent_loops import assert_plays_as_enjoy
 from conftest import Compose
 from extras import require_extra
 from rlzoo.collect import collect
@@ -163,3 +164,10 @@ def test_cli_names_the_srl_model_option(tmp_path: Path) -> None:
         "rlzoo.train: error: srl_model=joints needs an arm env (rlzoo/Kuka*-v0) taking arm_state; "
         "env rlzoo/MobileRobot-v0 does not"
     )
+
+
+def test_load_agent_with_stacked_states_plays_two_episodes_as_enjoy(arm_run: Path) -> None:
+    """The arm pair stacks 2 states (``env.frame_stack``): ``load_agent`` on ``agent.make_env()`` in a plain loop
+    acts as ``rlzoo.enjoy`` does, step by step, over two episodes."""
+    assert load_run(arm_run).spec.options.frame_stack == 2
+    assert_plays_as_enjoy(arm_run)

@@ -145,6 +145,21 @@ def test_reward_is_one_within_radius_and_zero_just_outside() -> None:
     assert reward == 0.0 and not info["is_success"]
 
 
+def test_pushing_into_the_wall_beside_the_target_is_no_success() -> None:
+    """MobileRobot1D's target (x = 3.6) lies past the robot's wall limit (3.575): a policy that keeps pushing right
+    bumps on every step inside the target radius, earns -1 a step, and never reads as a success."""
+    env = gym.make(ENV_1D)
+    env.reset(seed=0, options={"robot_position": (3.2, 2.0)})
+    rewards, successes = [], []
+    for _ in range(250):
+        _, reward, _, _, info = env.step(1)
+        rewards.append(reward)
+        successes.append(info["is_success"])
+    assert sum(rewards) < -240 and not any(successes[4:]) and not successes[-1]
+    env.reset(seed=0, options={"robot_position": (3.5, 2.0)})
+    assert env.step(0)[4]["is_success"]  # stepping back inside the radius: +1, a success
+
+
 def test_reaching_the_target_does_not_end_the_episode_and_truncation_is_at_exactly_250_steps() -> None:
     env = gym.make(ENV_2D)
     env.reset(seed=0, options={"robot_position": (3.3, 3.0)})

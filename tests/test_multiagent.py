@@ -264,3 +264,31 @@ def test_seats_and_opponents_are_explicit(compose: Compose, tmp_path: Path) -> N
         alone.act(MultiagentState.from_aec(env, "player_2"))
     with pytest.raises(ConfigError, match=r"agent 'player_3' is not an agent of .*tictactoe_v3; its agents: player_1"):
         load_multiagent(run_dir, seats=["player_3"])
+
+
+class SeatLog:
+    """Passes states on to ``agent`` and records, per episode, the seats it was asked to move for."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent, self.seats = agent, [set[str]()]
+
+    def act(self, state: MultiagentState) -> Any:
+        if not state.done:
+            self.seats[-1].add(state.agent)
+        return self.agent.act(state)
+
+
+def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
+    """``multiagent=random`` (``alternate_seats: true``): the one learner plays player_1 in even episodes and
+    player_2 in odd ones; the random opponent plays the other seat."""
+    plan = plan_multiagent(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=60"]))
+    assert plan.seats == ("player_1", "player_2")
+    team = build_team(plan)
+    opponent = SeatLog(team.opponent)
+    team.opponent = opponent
+    env = plan.spec.make()
+    episodes, _ = play(env, team, Budget(episodes=4), seed=0, on_episode=lambda *_: opponent.seats.append(set()))
+    assert len(episodes) == 4
+    assert opponent.seats[:4] == [{"player_2"}, {"player_1"}, {"player_2"}, {"player_1"}]
+    fixed = plan_multiagent(compose([*TICTACTOE, "multiagent=random", "multiagent.alternate_seats=false", *TINY_DQN]))
+    assert fixed.seats == ()

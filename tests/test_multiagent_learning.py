@@ -45,7 +45,28 @@ def test_independent_ppo_beats_random_on_simple_spread(compose: Compose, tmp_pat
 
 
 @pytest.mark.slow
-def test_dqn_wins_tictactoe_against_random(compose: Compose, tmp_path: Path) -> None:
+def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path) -> None:
+    """One DQN agent trained with alternating seats (``multiagent=random``, 100k actions), then 200 games from each
+    seat against a uniformly random player in a plain PettingZoo AEC loop: at least 90 % wins + draws from each."""
+    from pettingzoo.classic import tictactoe_v3
+
+    from rlzoo.multiagent.agents import load_multiagent
+    from rlzoo.multiagent.state import MultiagentState
+
     metrics = train(compose([*TICTACTOE_DQN, *RUN], tmp_path / "run"))
-    print(f"tic-tac-toe: DQN as player_1 wins {metrics['test/player_1/win_rate']:.0%} of 100 games against random")
-    assert metrics["test/player_1/win_rate"] >= 0.9
+    assert metrics["test/player_1/win_rate"] >= 0.9  # the run's own test: as player_1
+    env = tictactoe_v3.env()
+    for seat in ("player_1", "player_2"):
+        agent = load_multiagent(tmp_path / "run", seats=[seat], opponent="random")
+        outcomes = {"win": 0, "draw": 0, "loss": 0}
+        for game in range(200):
+            env.reset(seed=20_000 + game)
+            returns = dict.fromkeys(env.agents, 0.0)
+            for key in env.agent_iter():
+                state = MultiagentState.from_aec(env, key)
+                returns[key] += state.reward
+                env.step(agent.act(state))
+            other = max(r for key, r in returns.items() if key != seat)
+            outcomes["win" if returns[seat] > other else "loss" if returns[seat] < other else "draw"] += 1
+        print(f"tic-tac-toe: DQN as {seat}: {outcomes} of 200 games against random")
+        assert outcomes["win"] + outcomes["draw"] >= 180, f"{seat}: {outcomes}"

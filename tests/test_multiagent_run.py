@@ -65,11 +65,11 @@ def test_checkpoints_hold_every_learner_and_its_steps(compose: Compose, tmp_path
 
 def test_sigkilled_multiagent_run_resumes(tmp_path: Path) -> None:
     """A multi-agent training subprocess killed with SIGKILL after a checkpoint continues with ``resume=<run dir>``:
-    every learner from its checkpoint, its step count (and so its schedules) going on."""
+    every learner from its checkpoint, its step count (and so its schedules) going on, its TensorBoard curve too."""
     run = RunDir(tmp_path / "run")
     command = [sys.executable, "-m", "rlzoo.train", *TICTACTOE, "multiagent=independent", *TINY_DQN, *QUIET,
-               "total_timesteps=4000", "checkpoint_freq=200", "test_episodes=2", f"run_dir={run.path}",
-               f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
+               "logger.formats=[csv,tensorboard]", "total_timesteps=4000", "checkpoint_freq=200", "test_episodes=2",
+               f"run_dir={run.path}", f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
@@ -95,3 +95,17 @@ def test_sigkilled_multiagent_run_resumes(tmp_path: Path) -> None:
     assert 4000 - 10 <= sum(final.values()) <= 4000
     frames = [int(line.split(",")[0]) for line in run.returns100.read_text().splitlines()[1:]]
     assert frames == sorted(frames) and frames[-1] == 4000
+    for key in key_steps:  # each learner's TensorBoard curve goes on from its checkpoint instead of doubling back
+        steps = _event_steps(RunDir(run.learner_dir(key)))
+        assert steps == sorted(steps)
+
+
+def _event_steps(run: RunDir) -> list[int]:
+    """The steps of every summary in ``run``'s TensorBoard event files, in the order they were written."""
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+
+    events = []
+    for path in run.tensorboard_dir.glob("events.out.tfevents.*"):
+        events += [e for e in LegacyEventFileLoader(str(path)).Load() if e.HasField("summary")]
+    events.sort(key=lambda event: event.wall_time)
+    return [event.step for event in events]

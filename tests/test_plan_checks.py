@@ -14,6 +14,7 @@ import pytest
 
 from conftest import Compose
 from rlzoo.errors import ConfigError
+from rlzoo.loggers import outputs
 from rlzoo.train import train
 from rlzoo.training.plan import plan_run
 
@@ -38,6 +39,12 @@ CASES = [
     ([*SAC, "algo.gamma=-0.1"], r"^algo.gamma=-0.1 must be a number in \[0, 1\]$"),
     ([*SAC, "algo.gradient_steps=0"], r"^algo.gradient_steps=0 must be an integer ≥ 1, or -1"),
     ([*SAC, "algo.learning_starts=-1"], r"^algo.learning_starts=-1 must be an integer ≥ 0$"),
+    (["algo.ent_coef=-1"], r"^algo.ent_coef=-1 must be a number ≥ 0, or 'auto' / 'auto_<x>' with x > 0"),
+    ([*SAC, "algo.ent_coef=-0.1"], r"^algo.ent_coef=-0.1 must be a number ≥ 0, or 'auto'"),
+    ([*SAC, "algo.ent_coef=auto_-1"], r"^algo.ent_coef='auto_-1' must be a number ≥ 0, or 'auto'"),
+    (["algo.vf_coef=-0.5"], r"^algo.vf_coef=-0.5 must be a number ≥ 0$"),
+    (["algo.target_kl=0"], r"^algo.target_kl=0 must be a number > 0$"),
+    (["algo=td3", "env=Pendulum", "algo.target_policy_noise=-0.2"], r"^algo.target_policy_noise=-0.2 must be a num"),
 ]
 
 
@@ -58,6 +65,9 @@ def test_constraint_fails_in_one_line_before_the_run_dir(
         [*DQN, "algo.train_freq=[1,episode]", "algo.learning_starts=0", "algo.gamma=1"],
         ["algo.learning_rate={_target_:stable_baselines3.common.utils.LinearSchedule,start:1e-3,end:0,end_fraction:1}"],
         ["algo.learning_rate=0"],
+        [*SAC, "algo.ent_coef=auto_0.1"],
+        [*SAC, "algo.ent_coef=0.05"],
+        ["algo.ent_coef=0"],
     ],
 )
 def test_values_sb3_gives_a_meaning_are_kept(overrides: list[str], compose: Compose) -> None:
@@ -104,4 +114,38 @@ def test_visdom_missing_names_the_install(compose: Compose, tmp_path: Path, monk
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "visdom" else find_spec(name, *a))
     with pytest.raises(ConfigError, match=r'^logger=visdom needs the \[live\] extra .*: pip install "setuptools<81"'):
         train(compose(["logger=visdom"]))
+    assert not (tmp_path / "run").exists()
+
+
+def test_wandb_init_failing_late_leaves_nothing(
+    compose: Compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that answers the reachability probe but not TLS: ``wandb.init`` fails after the plan; one line, no
+    run dir, no ``wandb/`` folder."""
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer_garbage() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.sendall(b"not TLS\r\n\r\n")
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", f"https://127.0.0.1:{port}")
+    monkeypatch.setattr(outputs, "INIT_TIMEOUT_S", 3.0)  # a test need not wait W&B's 15 s
+    try:
+        with pytest.raises(
+            ConfigError, match=r"^logger.wandb.mode=online: wandb.init failed \(.*mode=offline"
+        ) as error:
+            train(compose([*WANDB_ONLINE, "total_timesteps=64"]))
+    finally:
+        server.close()
+    assert "\n" not in str(error.value)
     assert not (tmp_path / "run").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
+from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
 from conftest import TINY_ALGO_RUNS, Compose
 from rlzoo.errors import ConfigError
@@ -124,3 +126,48 @@ def test_sigusr2_saves_a_checkpoint_then_ends_the_run(tmp_path: Path) -> None:
     steps = [int(folder.name) for folder in run.checkpoints()]
     assert len(steps) == 1 and 0 < steps[0] < 50000  # saved on the signal, not by the interval
     assert (run.checkpoints()[0] / "state.json").is_file()
+
+
+def tensorboard_steps(run: RunDir, tag: str) -> list[int]:
+    """The steps of ``tag`` in every event file of ``run``, in the order they were written."""
+    events = []
+    for path in run.tensorboard_dir.glob("events.out.tfevents.*"):
+        events += [e for e in LegacyEventFileLoader(str(path)).Load() if e.HasField("summary")]
+    events.sort(key=lambda event: event.wall_time)
+    return [e.step for e in events if any(value.tag == tag for value in e.summary.value)]
+
+
+def test_tensorboard_curves_go_on_from_the_checkpoint(compose: Compose, tmp_path: Path) -> None:
+    overrides = [*RUN, "logger.formats=[csv,tensorboard]"]
+    train(compose(overrides))
+    run = RunDir(tmp_path / "run")
+    before = tensorboard_steps(run, "time/fps")
+    assert before[-1] == 1024
+    for folder in run.checkpoints():  # killed after the checkpoint at 512
+        if int(folder.name) > 512:
+            shutil.rmtree(folder)
+    run.model.unlink()
+    run.metrics.unlink()
+    time.sleep(1.1)  # the resumed run's event file gets a later name and wall times
+    train(compose(overrides))
+    after = tensorboard_steps(run, "time/fps")
+    assert after == before  # the same steps, each once: the killed run's points past 512 are gone
+    assert run.resumes() == [512]
+
+
+def test_a_run_without_a_checkpoint_says_it_starts_over(
+    compose: Compose, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    overrides = [*RUN, "logger.formats=[csv,tensorboard]"]
+    train(compose(overrides))
+    run = RunDir(tmp_path / "run")
+    for folder in run.checkpoints():  # killed before its first checkpoint
+        shutil.rmtree(folder)
+    run.model.unlink()
+    run.metrics.unlink()
+    with caplog.at_level(logging.WARNING, logger="rlzoo"):
+        train(compose(overrides))
+    assert f"run_dir {run.path} holds no checkpoint yet: the run starts over from step 0" in caplog.text
+    assert run.resumes() == []
+    steps = tensorboard_steps(run, "time/fps")
+    assert steps == sorted(set(steps)) and steps[-1] == 1024  # the old run's events are gone

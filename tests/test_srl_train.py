@@ -22,7 +22,7 @@ from rlzoo.srl.kinds import ENCODER_KINDS
 from rlzoo.srl.train import REPRESENTATION_KEYS, SRL_CONFIG_DIR, compose_srl_config
 from rlzoo.srl.wrapper import EncodeObservations
 from rlzoo.train import train
-from srl_helpers import make_dataset, make_encoder
+from srl_helpers import RANDOM_TARGET, TINY_DATASET, make_dataset, make_encoder
 
 METHODS = sorted(p.stem for p in (SRL_CONFIG_DIR / "srl_model").glob("*.yaml") if "\nkind: " in p.read_text())
 
@@ -245,3 +245,23 @@ def test_training_does_not_depend_on_what_the_process_did_before(dataset: Path, 
     first, after = (torch.load(tmp_path / name / "encoder.pt", weights_only=True) for name in ("first", "after"))
     assert first.keys() == after.keys()
     assert all(torch.equal(first[key], after[key]) for key in first)
+
+
+def test_cli_with_run_dir_leaves_no_hydra_folder(tmp_path: Path) -> None:
+    """``run_dir=`` elsewhere: neither ``rlzoo.collect`` nor ``rlzoo.srl.train`` leaves Hydra's own folder behind."""
+    import subprocess
+    import sys
+
+    data, encoder = tmp_path / "data", tmp_path / "encoder"
+    commands = [
+        ["rlzoo.collect", *RANDOM_TARGET, *TINY_DATASET, "n_samples=64", f"run_dir={data}"],
+        ["rlzoo.srl.train", "srl_model=pca", "srl_model.state_dim=4", f"dataset={data}", "progress_bar=false",
+         "device=cpu", f"run_dir={encoder}"],
+    ]  # fmt: skip
+    for command in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", *command], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert (data / "dataset.json").is_file() and (encoder / "encoder.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "encoder"]  # no outputs/

@@ -3,6 +3,7 @@ how many envs play them; envs without a step limit still end them."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,16 @@ def test_a_recorder_follows_one_env(compose: Compose, tmp_path: Path) -> None:
             play_episodes(loaded.model, venv, 2, recorder=object())  # type: ignore[arg-type]
     finally:
         venv.close()
+
+
+def test_the_test_phase_shows_its_progress(
+    compose: Compose, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``progress_bar=true``: the test episodes have a bar of their own (episodes done, steps played), as training."""
+    monkeypatch.setattr(
+        "rlzoo.training.episodes.REFRESH_SECONDS", 0.0, raising=False
+    )  # every step redraws: the step count shows
+    train(compose([*RUNS["CartPole"], *TINY, "test_episodes=6", "test_envs=3", "progress_bar=true"]))
+    printed = capfd.readouterr().err
+    assert re.search(r"\| 0/6 \[.*, [1-9]\d* steps\]", printed)  # steps counted before the first episode ends
+    assert re.search(r"test episodes: 100%\|.*\| 6/6 \[.*episodes/s, \d+ steps\]", printed)

@@ -53,6 +53,15 @@ def discard_output_dir() -> None:
         parent.rmdir()
 
 
+def discard_output_dir_if_elsewhere(run_dir: str | Path) -> None:
+    """Remove Hydra's own output dir when the command writes to another folder (``run_dir=``, ``resume=``): it would
+    stay behind holding nothing but Hydra's files."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized() and Path(run_dir).resolve() != Path(HydraConfig.get().runtime.output_dir).resolve():
+        discard_output_dir()
+
+
 def _record_job_failure(entrypoint: str, error: Exception) -> None:
     """A sweep job's error goes to its run dir's ``error.txt`` (the sweep summary reads it) and one line on stderr."""
     from hydra.core.hydra_config import HydraConfig

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from rlzoo.any_env.spec import EnvSpec, check_env_id
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
@@ -181,6 +181,7 @@ def _ground_truth_names(info: dict[str, Any], size: int) -> list[str]:
 @one_line_errors("rlzoo.collect")
 def main(cfg: DictConfig) -> None:
     """Hydra entrypoint."""
+    discard_output_dir_if_elsewhere(cfg.run_dir)
     metadata = collect(cfg)
     print(
         f"rlzoo.collect: {cfg.run_dir}: {metadata['n_samples']} frames, {metadata['n_episodes']} episodes "

@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, overload
 
+import gymnasium as gym
 import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.agents.held import HeldVecEnv
 from rlzoo.agents.state import State, StateArray
+from rlzoo.any_env.making import make
+from rlzoo.any_env.spec import EnvSpec
 from rlzoo.srl.representation import Representation
 from rlzoo.training.normalization import FrozenNormalization
 
@@ -33,8 +36,13 @@ class TestAgent:
     - a learned encoder: the encoder's input as its ``srl_model`` config takes it (observation or render); the agent
       encodes it with the encoder the run trained with.
 
-    Frame stacks and recurrent states follow episodes: after a state with ``done`` set (or, in a batch, for the rows
-    with ``done`` set) a new episode starts; :meth:`reset` starts one explicitly.
+    The observations are those of the env :meth:`make_env` returns: ``gymnasium.make(<the run's env id>)`` with the
+    run's env arguments and per-env preprocessing (Atari: SB3's ``AtariWrapper``, 84 x 84 grey frames; action
+    repeat). The agent stacks ``env.frame_stack`` frames itself.
+
+    Frame stacks and recurrent states follow episodes: a state of ``env.reset()`` (``State.from_reset``), or the
+    state after one with ``done`` set (in a batch, the rows with ``done`` set), starts a new episode; :meth:`reset`
+    starts one explicitly.
 
     :param model: the trained algorithm.
     :param representation: the run's representation.
@@ -42,6 +50,7 @@ class TestAgent:
     :param deterministic: act greedily / with the mean action (False: sample).
     :param config: the run's config, for reference.
     :param frame_stack: the run's ``env.frame_stack``: consecutive states the policy reads.
+    :param spec: the run's env (for :meth:`make_env`).
     """
 
     __test__ = False  # not a pytest class
@@ -54,8 +63,10 @@ class TestAgent:
         deterministic: bool = True,
         config: DictConfig | None = None,
         frame_stack: int = 1,
+        spec: EnvSpec | None = None,
     ) -> None:
         self.model = model
+        self.spec = spec
         self.frame_stack = frame_stack
         self.representation = representation
         self.normalize = normalize
@@ -64,6 +75,18 @@ class TestAgent:
         self._held: HeldVecEnv | None = None
         self._hidden: Any = None
         self._episode_over = False
+
+    def make_env(self, render_mode: str | None = None) -> gym.Env:
+        """The env whose observations this agent takes: the run's env id, arguments and per-env preprocessing, as
+        its test episodes play it (whole games, real rewards).
+
+        :param render_mode: ``rgb_array`` for frames to watch; a pixel representation's own render mode is set.
+        :raise ValueError: an agent made without its run's env spec.
+        """
+        if self.spec is None:
+            raise ValueError("this agent was made without its run's env spec: load it with load_agent(run_dir)")
+        extra = {**self.representation.make_kwargs, **({"render_mode": render_mode} if render_mode else {})}
+        return make(self.spec, extra)
 
     def reset(self) -> None:
         """Start new episodes: forget stacked frames and recurrent states."""
@@ -79,7 +102,7 @@ class TestAgent:
             observations, starts = np.asarray(state.observation), np.asarray(state.done, dtype=bool)
         else:
             observations = np.asarray(state.observation)[None]
-            starts = np.array([self._episode_over])
+            starts = np.array([self._episode_over or state.first])
             self._episode_over = state.done
         obs, starts = self._represent(observations, starts)
         if self.normalize is not None:
@@ -128,4 +151,4 @@ def load_agent(
 
     run = load_run(run_dir, checkpoint, trusted=trusted, allow=allow)
     stack = run.spec.options.frame_stack
-    return TestAgent(run.model, run.representation, run.normalization, deterministic, run.config, stack)
+    return TestAgent(run.model, run.representation, run.normalization, deterministic, run.config, stack, run.spec)

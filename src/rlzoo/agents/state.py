@@ -22,13 +22,15 @@ class State:
 
     Episodes follow a plain Gymnasium loop: the last state of an episode has ``terminated`` or ``truncated`` set
     (a training agent learns from it; the action returned for it is not used), and the next state handed in starts
-    a new episode.
+    a new episode. A state of ``env.reset()`` (:meth:`from_reset`: ``first`` set) starts one too, whether or not the
+    last state of the previous episode was handed in.
 
     :param observation: the env's observation (what the agent's representation expects; see the agent).
     :param reward: the reward of the step that led here (0 after a reset).
     :param terminated: the episode ended in a terminal state (no bootstrapping from it).
     :param truncated: the episode was cut short (time limit); its value is still bootstrapped.
     :param info: the env's info dict.
+    :param first: the first state of an episode (what ``env.reset()`` returned).
     """
 
     observation: Any
@@ -36,6 +38,7 @@ class State:
     terminated: bool = False
     truncated: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    first: bool = field(default=False, kw_only=True)
 
     @property
     def done(self) -> bool:
@@ -51,7 +54,7 @@ class State:
     def from_reset(cls, result: tuple[Any, dict[str, Any]]) -> State:
         """The state of ``env.reset()``'s ``(observation, info)``."""
         observation, info = result
-        return cls(observation, info=info)
+        return cls(observation, info=info, first=True)
 
     @classmethod
     def from_step(cls, result: tuple[Any, float, bool, bool, dict[str, Any]]) -> State:

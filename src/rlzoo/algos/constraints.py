@@ -1,10 +1,11 @@
 """Constraints on algorithm keywords that SB3 only trips over inside ``learn()`` (or never), checked with the plan.
 
 SB3 2.9 constructors accept ``n_epochs=0`` (PPO dies after its first rollout with an ``UnboundLocalError``),
-``train_freq=0`` (a ``ZeroDivisionError`` in ``learn()``), ``batch_size=0`` and ``tau=2`` (SAC trains on empty batches
-or diverges without a word). Here every such keyword, whichever algorithm takes it, is checked once, before the run
-dir exists, with one line naming the value and what is allowed. A value SB3 gives a meaning keeps it
-(``gradient_steps=-1``: as many gradient steps as env steps in the rollout).
+``train_freq=0`` (a ``ZeroDivisionError`` in ``learn()``), ``batch_size=0``, ``tau=2`` and ``ent_coef=-1`` (SAC trains
+on empty batches, diverges, or pays for entropy instead of earning it, without a word). Here every such keyword,
+whichever algorithm takes it, is checked once, before the run dir exists, with one line naming the value and what is
+allowed. A value SB3 gives a meaning keeps it (``gradient_steps=-1``: as many gradient steps as env steps in the
+rollout; ``ent_coef=auto``: a learned weight).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ UNIT_INTERVAL = (
     "exploration_final_eps",
 )
 # Numbers that must be > 0 (or a schedule where SB3 takes one); a learning rate may be 0 (weights kept).
-POSITIVE = ("clip_range", "max_grad_norm")
+POSITIVE = ("clip_range", "clip_range_vf", "max_grad_norm", "target_kl")
+# Loss weights and noise scales SB3 assumes ≥ 0 (a negative one trains without a word, toward the wrong objective).
+NON_NEGATIVE = ("vf_coef", "q_coef", "target_policy_noise", "target_noise_clip")
 TRAIN_FREQ_UNITS = ("step", "episode")
 SCHEDULE_EXAMPLE = "{_target_:stable_baselines3.common.utils.LinearSchedule,start:1e-3,end:0,end_fraction:1}"
 
@@ -74,6 +77,18 @@ def _train_freq_problem(value: Any) -> str | None:
     return TRAIN_FREQ
 
 
+def _ent_coef_allowed(value: Any) -> bool:
+    """A weight ≥ 0, ``auto`` (learned), or ``auto_<x>`` with a starting value x > 0 (SAC's family)."""
+    if not isinstance(value, str):
+        return _is_number(value) and value >= 0
+    if value == "auto":
+        return True
+    try:
+        return value.startswith("auto_") and float(value.removeprefix("auto_")) > 0
+    except ValueError:
+        return False
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -82,6 +97,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+ENT_COEF = "must be a number ≥ 0, or 'auto' / 'auto_<x>' with x > 0 where the algorithm learns it"
 TRAIN_FREQ = "must be an integer ≥ 1 or [n, 'step' | 'episode'] with n ≥ 1"
 Rule = tuple[Callable[[Any], bool], str]
 RULES: dict[str, Rule] = {
@@ -89,6 +105,8 @@ RULES: dict[str, Rule] = {
     **{key: (lambda v: _is_int(v) and v >= 0, "must be an integer ≥ 0") for key in AT_LEAST_ZERO},
     **{key: (lambda v: _is_number(v) and 0 <= v <= 1, "must be a number in [0, 1]") for key in UNIT_INTERVAL},
     **{key: (lambda v: callable(v) or (_is_number(v) and v > 0), "must be a number > 0") for key in POSITIVE},
+    **{key: (lambda v: _is_number(v) and v >= 0, "must be a number ≥ 0") for key in NON_NEGATIVE},
+    "ent_coef": (_ent_coef_allowed, ENT_COEF),
     "learning_rate": (lambda v: callable(v) or (_is_number(v) and v >= 0), "must be a number ≥ 0 or a schedule"),
     "gradient_steps": (
         lambda v: _is_int(v) and (v >= 1 or v == -1),

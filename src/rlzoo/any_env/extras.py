@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,21 @@ def extra_of(entry_point: object) -> Extra | None:
     """The extra an env's entry point (``module:Class``) needs, or None."""
     module = entry_point.split(":", 1)[0] if isinstance(entry_point, str) else getattr(entry_point, "__module__", "")
     return next((extra for prefix, extra in ENTRY_POINT_EXTRAS.items() if module.startswith(prefix)), None)
+
+
+def keep_mujoco_log_out_of_cwd() -> None:
+    """MuJoCo's warnings go to the console only: by default MuJoCo also appends them to ``MUJOCO_LOG.TXT`` in the
+    working directory (a model's deprecation notice is enough). Before MuJoCo 4, a warning handler prints them."""
+    import mujoco
+
+    config_class: Any = getattr(mujoco, "MjLogConfig", None)
+    if config_class is not None:
+        config = config_class.get()
+        if config.logto_file:
+            config.logto_file = False
+            config.set()
+    elif mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(lambda message: print(f"MuJoCo warning: {message}", file=sys.stderr))
 
 
 def missing(extra: Extra, env_id: str) -> ConfigError:

@@ -11,7 +11,14 @@ import gymnasium as gym
 from gymnasium import spaces
 from gymnasium.wrappers import FlattenObservation
 
-from rlzoo.any_env.extras import ensure_registered, env_creator, missing_dependency
+from rlzoo.any_env.extras import (
+    MUJOCO,
+    ensure_registered,
+    env_creator,
+    extra_of,
+    keep_mujoco_log_out_of_cwd,
+    missing_dependency,
+)
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.any_env.wrappers import ActionRepeat, atari
 from rlzoo.errors import ConfigError
@@ -53,6 +60,8 @@ def make(spec: EnvSpec, extra_kwargs: dict[str, Any] | None = None, *, training:
     native_skip = options.frame_skip is not None and options.atari is None and takes_frame_skip(spec.id)
     if native_skip:
         kwargs["frame_skip"] = options.frame_skip
+    if extra_of(gym.spec(spec.id).entry_point) is MUJOCO:
+        keep_mujoco_log_out_of_cwd()
     try:
         env = gym.make(spec.id, **kwargs)
     except (gym.error.DependencyNotInstalled, ImportError) as error:

@@ -87,7 +87,9 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
     off-by-one), so the registered ids carry no ``TimeLimit``: the limit has a single source.
 
     ``info`` (at reset and every step): ``robot_position`` and ``target_position`` (the current target, float64 (x, y)
-    arrays), ``is_success`` (the robot is on the target), ``bumped`` (the move was undone; False at reset).
+    arrays), ``is_success`` (the robot is on the target and the move was not undone: the step earns the +1, so a policy
+    that keeps pushing into the wall beside the target, at -1 a step, never reads as a success), ``bumped`` (the move
+    was undone; False at reset).
 
     ## Arguments
     - ``continuous`` (bool, False): Box actions instead of Discrete.
@@ -101,7 +103,9 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
 
     ## Version History
     - v0: first Gymnasium version of the S-RL Toolbox task: exactly 250 steps, truncation instead of ``done``, absolute
-      ground truth with robot and target, pure-numpy renderer in place of PyBullet's TinyRenderer.
+      ground truth with robot and target, pure-numpy renderer in place of PyBullet's TinyRenderer. ``is_success`` is
+      False on a bumped step, in every variant: an ``info`` flag, not the dynamics, rewards or spaces, so returns
+      stay comparable with earlier v0 runs and the id keeps -v0.
     """
 
     # gymnasium.Env declares metadata an instance variable, so mypy refuses ClassVar here.
@@ -287,7 +291,7 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
         return {
             "robot_position": robot.copy(),
             "target_position": targets[current].copy(),
-            "is_success": success,
+            "is_success": success and not bumped,  # the step that earns the target's +1: a bump never counts
             "bumped": bumped,
         }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import netrc
 import os
+import shutil
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ FORMATS = ("stdout", "csv", "tensorboard")
 WANDB_HOST = "https://api.wandb.ai"
 CONNECT_TIMEOUT_S = 5.0  # reaching the W&B server, checked with the plan
 INIT_TIMEOUT_S = 15.0  # wandb.init online (W&B's own default: 90 s)
+OFFLINE_HINT = "or use logger.wandb.mode=offline and `wandb sync <run dir>/wandb` later"
 
 
 @dataclass(frozen=True)
@@ -103,22 +105,37 @@ def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:
 
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
     """Start a W&B run writing under the run dir; offline unless ``mode=online``. A run dir keeps its W&B run id
-    (:class:`~rlzoo.loggers.wandb_state.WandbState`): a resumed run continues the same W&B run."""
+    (:class:`~rlzoo.loggers.wandb_state.WandbState`): a resumed run continues the same W&B run.
+
+    :raise ConfigError: ``wandb.init`` failed (a server that answers but refuses the run, a TLS error ...): one line,
+        and the ``wandb/`` folder it began is removed.
+    """
     import wandb
 
-    return wandb.init(
-        **init_kwargs(WandbState.of(run)),
-        project=settings.project,
-        entity=settings.entity,
-        group=settings.group,
-        name=settings.name or run.path.name,
-        tags=settings.tags,
-        mode=settings.mode,
-        dir=str(run.path),
-        config={**config, **comparison_columns(config)},
-        reinit="create_new",
-        settings=wandb.Settings(init_timeout=INIT_TIMEOUT_S),
-    )
+    folder = run.path / "wandb"
+    existed = folder.exists()
+    try:
+        return wandb.init(
+            **init_kwargs(WandbState.of(run)),
+            project=settings.project,
+            entity=settings.entity,
+            group=settings.group,
+            name=settings.name or run.path.name,
+            tags=settings.tags,
+            mode=settings.mode,
+            dir=str(run.path),
+            config={**config, **comparison_columns(config)},
+            reinit="create_new",
+            settings=wandb.Settings(init_timeout=INIT_TIMEOUT_S),
+        )
+    except Exception as error:  # W&B raises its own errors, and others from the network stack below it
+        if not existed:
+            shutil.rmtree(folder, ignore_errors=True)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConfigError(
+            f"logger.wandb.mode={settings.mode}: wandb.init failed ({type(error).__name__}: {first}); "
+            f"{OFFLINE_HINT if settings.mode == 'online' else 'or use logger=default'}"
+        ) from None
 
 
 def check_wandb_online(settings: WandbSettings) -> None:
@@ -134,17 +151,16 @@ def check_wandb_online(settings: WandbSettings) -> None:
     url = os.environ.get("WANDB_BASE_URL", WANDB_HOST).rstrip("/")
     parts = urlsplit(url)
     host = parts.hostname or url
-    offline = "or use logger.wandb.mode=offline and `wandb sync <run dir>/wandb` later"
     if not _has_wandb_credentials(host):
         raise ConfigError(
-            f"logger.wandb.mode=online needs W&B credentials (WANDB_API_KEY or `wandb login`) for {url}; {offline}"
+            f"logger.wandb.mode=online needs W&B credentials (WANDB_API_KEY or `wandb login`) for {url}; {OFFLINE_HINT}"
         )
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
         raise ConfigError(
-            f"logger.wandb.mode=online cannot reach {url} within {CONNECT_TIMEOUT_S:g} s ({error}); {offline}"
+            f"logger.wandb.mode=online cannot reach {url} within {CONNECT_TIMEOUT_S:g} s ({error}); {OFFLINE_HINT}"
         ) from None
 
 

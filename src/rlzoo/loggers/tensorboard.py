@@ -11,12 +11,18 @@ flushes the rest. Other values (text, histograms, images, videos, figures, hpara
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.logger import TensorBoardOutputFormat
+from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
+
+from rlzoo.files import atomic_path
 
 FLUSH_SECONDS = 10  # how late a TensorBoard watching a training run may be
 
@@ -54,3 +60,38 @@ class PeriodicTensorBoardOutputFormat(TensorBoardOutputFormat):
         others = {key: value for key, value in kept.items() if not is_number(value)}
         if others:
             super().write(others, {key: key_excluded.get(key) or () for key in others}, step)
+
+
+EVENT_FILES = "events.out.tfevents.*"
+_LENGTH = struct.Struct("<Q")  # a TFRecord: length (8 bytes), its CRC (4), the record, its CRC (4)
+
+
+def cut_event_files(folder: Path, last_step: int | None) -> None:
+    """Cut a run's TensorBoard event files back to ``last_step`` (a resumed run writes the steps after it again, so a
+    curve goes on from there instead of doubling back); None: remove them (a run that starts over).
+
+    Records are copied byte for byte; a record cut short by a killed process is dropped.
+    """
+    for path in sorted(folder.glob(EVENT_FILES)):
+        if last_step is None:
+            path.unlink()
+            continue
+        data = path.read_bytes()
+        records = list(_records(data))
+        kept = [record for record, step in records if step <= last_step]
+        if sum(map(len, kept)) != len(data):
+            with atomic_path(path) as tmp:
+                tmp.write_bytes(b"".join(kept))
+
+
+def _records(data: bytes) -> Iterator[tuple[bytes, int]]:
+    """Each complete record of an event file with its event's step."""
+    offset = 0
+    while offset + _LENGTH.size + 4 <= len(data):
+        (length,) = _LENGTH.unpack_from(data, offset)
+        end = offset + _LENGTH.size + 4 + length + 4
+        if end > len(data):
+            return
+        payload = data[offset + _LENGTH.size + 4 : end - 4]
+        yield data[offset:end], Event.FromString(payload).step
+        offset = end

@@ -91,11 +91,15 @@ class TrainingMultiagent:
 
     Drive it with every state of an AEC loop, ``done`` ones included (that is how an agent's last transition is
     closed; it returns None for them, the action PettingZoo expects for an agent that left).
+
+    :param seats: the seats the one learner takes in turn, one episode each (the opponent plays the others), so
+        that one agent learns to play from every seat; empty: each learning key plays its own seat.
     """
 
-    def __init__(self, learners: Learners, opponent: Multiagent | None = None) -> None:
+    def __init__(self, learners: Learners, opponent: Multiagent | None = None, seats: Sequence[str] = ()) -> None:
         self.learners = learners
         self.opponent = opponent
+        self.rotation = SeatRotation(tuple(seats)) if seats else None
 
     @property
     def models(self) -> dict[str, BaseAlgorithm]:
@@ -103,7 +107,13 @@ class TrainingMultiagent:
         return self.learners.models
 
     def act(self, state: MultiagentState) -> Any:
-        agent = self.learners.agents.get(state.agent)
+        if self.rotation is None:
+            agent = self.learners.agents.get(state.agent)
+        else:
+            (agent,) = self.learners.agents.values()
+            seated = self.rotation.seat == state.agent
+            self.rotation.saw(state)
+            agent = agent if seated else None
         if agent is None:
             if self.opponent is None:
                 raise KeyError(f"agent {state.agent!r} has no learner and there is no opponent")
@@ -126,10 +136,31 @@ TRAINING = "training"  # load_multiagent's default opponent: the one the run tra
 OpponentChoice = str | Path | Multiagent | None
 
 
+class SeatRotation:
+    """The seat the learner takes in this episode: ``seats[i % n]`` in episode ``i``. An episode ends once every seat
+    was handed its done state (an AEC loop hands each agent one before it leaves)."""
+
+    def __init__(self, seats: tuple[str, ...]) -> None:
+        self.seats, self.episode = seats, 0
+        self._left: set[str] = set()
+
+    @property
+    def seat(self) -> str:
+        return self.seats[self.episode % len(self.seats)]
+
+    def saw(self, state: MultiagentState) -> None:
+        """Count ``state`` (after it was acted on): the episode's last done state moves the learner on a seat."""
+        if state.done:
+            self._left.add(state.agent)
+            if self._left >= set(self.seats):
+                self.episode, self._left = self.episode + 1, set()
+
+
 def opponent_for(plan: MultiagentPlan, others: Sequence[str] | None = None) -> Multiagent | None:
     """The fixed opponent of a plan (``multiagent.opponent``) for the keys ``others`` (None: the keys that do not
-    learn); None when there are none."""
-    others = [key for key in plan.agents if key not in plan.learning_keys] if others is None else list(others)
+    learn, or every key when the learner alternates seats); None when there are none."""
+    if others is None:
+        others = list(plan.agents) if plan.seats else [key for key in plan.agents if key not in plan.learning_keys]
     if not others:
         return None
     return _opponent(plan, plan.layout.opponent or RANDOM, others)

@@ -22,7 +22,7 @@ from rlzoo.multiagent.agents import TrainingMultiagent, opponent_for
 from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
-from rlzoo.rundir import LEARNERS, MODEL
+from rlzoo.rundir import LEARNERS, MODEL, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
@@ -78,7 +78,7 @@ def build_team(plan: MultiagentPlan) -> TrainingMultiagent:
         plan.factory, plan.policy, plan.agents, plan.learners,
         seed=plan.seed, device=plan.hardware.device, train_steps=train_steps, verbose=plan.settings.verbose,
     )  # fmt: skip
-    return TrainingMultiagent(learners, opponent_for(plan))
+    return TrainingMultiagent(learners, opponent_for(plan), plan.seats)
 
 
 def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
@@ -117,8 +117,23 @@ class MultiagentLearning:
         return self.steps
 
     def open_logs(self) -> None:
+        self._cut_event_files()
         for curve in self.curves.values():
             curve.open()
+
+    def _cut_event_files(self) -> None:
+        """Each learner's TensorBoard event files cut back to its step at the resume point (removed on a fresh
+        start), as :func:`rlzoo.training.resume.truncate_logs` does the run's own."""
+        from rlzoo.loggers.tensorboard import cut_event_files
+
+        point = self.plan.resume_point
+        if point is not None and point.timesteps < 0:  # training had ended: nothing is written again
+            return
+        key_steps = point.kind_state.get("key_steps", {}) if point is not None else {}
+        for name, keys in self.plan.learners.items():
+            steps = max((int(key_steps[key]) for key in keys if key in key_steps), default=0)
+            folder = RunDir(self.plan.run.learner_dir(name)).tensorboard_dir
+            cut_event_files(folder, None if point is None else steps)
 
     def learn(self, clock: RunClock) -> dict[str, float]:
         """Play training episodes until the budget (steps, episodes, seconds) is spent, checkpointing every

@@ -33,6 +33,7 @@ class LayoutSettings:
     layout: Literal["independent", "shared", "fixed"]
     learner: str | None = None
     opponent: str | None = None
+    alternate_seats: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class MultiagentPlan:
     :param agents: every possible agent's spaces, in the env's order.
     :param learners: learner name → the agent keys it acts for (independent: one key each; shared: all keys under
         ``shared``; fixed: the learning key); keys in no learner play the fixed opponent.
+    :param seats: the fixed layout with ``alternate_seats``: the seats its one learner takes in turn, one episode
+        each (the opponent plays the others); empty: every key keeps its role.
     """
 
     config: DictConfig
@@ -55,6 +58,7 @@ class MultiagentPlan:
     policy: str | type
     logging: LogPlan
     resume_point: ResumePoint | None = None
+    seats: tuple[str, ...] = ()
 
     @property
     def run(self) -> RunDir:
@@ -116,7 +120,7 @@ def plan_multiagent(
     resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
     return MultiagentPlan(
         config, settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents, learners, policy,
-        log_plan(values["logger"], settings.verbose), resume_point,
+        log_plan(values["logger"], settings.verbose), resume_point, _seats(layout, agents, learners),
     )  # fmt: skip
 
 
@@ -144,6 +148,22 @@ def _learners(layout: LayoutSettings, agents: dict[str, AgentSpaces]) -> dict[st
     if opponent != "random" and not RunDir(Path(opponent)).is_run():
         raise ConfigError(f"multiagent.opponent={opponent!r} is neither 'random' nor a run dir (no config.yaml)")
     return {learner: (learner,)}
+
+
+def _seats(
+    layout: LayoutSettings, agents: dict[str, AgentSpaces], learners: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The seats the fixed layout's learner takes in turn: its own first, then the others in the env's order."""
+    if layout.layout != "fixed" or not layout.alternate_seats:
+        return ()
+    ((learner,),) = learners.values()
+    for key, spaces_ in agents.items():
+        if spaces_ != agents[learner]:
+            raise ConfigError(
+                f"multiagent.alternate_seats=true: the learner ({learner}) cannot take {key}'s seat, whose "
+                "observation or action space differs; set multiagent.alternate_seats=false"
+            )
+    return (learner, *(key for key in agents if key != learner))
 
 
 def _check_learner(factory: AlgorithmFactory, name: str, spaces_: list[AgentSpaces]) -> None:

@@ -23,7 +23,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import get_device
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors
 from rlzoo.config import CONFIG_DIR, compose_config
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
@@ -220,6 +220,7 @@ def compose_srl_config(overrides: Sequence[str] = (), *, run_dir: str | Path) ->
 @one_line_errors("rlzoo.srl.train")
 def main(cfg: DictConfig) -> float:
     """Hydra entrypoint: returns GTC_mean, so that a sweeper can maximise it."""
+    discard_output_dir_if_elsewhere(cfg.run_dir)
     result = train_encoder(cfg)
     print(
         f"rlzoo.srl.train: {cfg.run_dir}: {cfg.srl_model.name}, GTC_mean {result['srl/gtc_mean']:.3f}, "

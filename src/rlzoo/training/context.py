@@ -4,6 +4,7 @@ failed write into one line. The same for every kind of run."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, ExitStack
@@ -61,14 +62,17 @@ class RunContext:
         """Lock and claim the run dir (fresh, or cut back to the resume point), guard writes, open the kind's logs
         and log every model's training (SB3's logger per learner; W&B when configured)."""
         plan = self.plan
+        fresh = not plan.run.path.exists()
         self._cleanup.enter_context(plan.run.locked())  # one process at a time in a run dir
         check_still_planned(plan.run, plan.resume_point, plan.config)
+        wandb_run = None
+        if plan.logging.wandb is not None:  # before anything is written: a failing wandb.init leaves no run behind
+            if fresh:
+                self._cleanup.callback(_remove_if_unused, plan.run)
+            wandb_run = start_wandb(plan.logging.wandb, plan.run, OmegaConf.to_container(plan.config))  # type: ignore[arg-type]
         open_run_dir(plan.run, plan.resume_point, plan.config)
         self._cleanup.enter_context(run_writes(plan.run))  # a full disk ...: one line, naming what survived
         learning.open_logs()
-        wandb_run = None
-        if plan.logging.wandb is not None:
-            wandb_run = start_wandb(plan.logging.wandb, plan.run, OmegaConf.to_container(plan.config))  # type: ignore[arg-type]
         state = WandbState.of(plan.run) if wandb_run is not None else None  # one W&B record for every learner
         models = learning.models
         for name, model in models.items():
@@ -91,3 +95,9 @@ class RunContext:
     def seconds(self) -> float:
         """Wall seconds since the run started (this process)."""
         return time.perf_counter() - self.started
+
+
+def _remove_if_unused(run: RunDir) -> None:
+    """Remove a run dir this run made and never wrote its config to (W&B failed to start): nothing half-written."""
+    if not run.config.exists():
+        shutil.rmtree(run.path, ignore_errors=True)

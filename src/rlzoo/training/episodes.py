@@ -9,6 +9,8 @@ step of a one-env run, for videos and plots.
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -51,6 +53,7 @@ def play_episodes(
     *,
     deterministic: bool = True,
     recorder: Recorder | None = None,
+    progress: str | None = None,
 ) -> list[EpisodeResult]:
     """Play ``episodes`` complete episodes with ``model`` on the envs of ``venv`` (env ``j`` of ``n``: episodes
     ``j, j + n, ...``; a freshly built ``venv``), in episode order.
@@ -58,6 +61,7 @@ def play_episodes(
     Recurrent policies get their hidden state carried and reset at episode starts.
 
     :param recorder: sees every step (a one-env ``venv`` only).
+    :param progress: a tqdm bar on stderr with this description: episodes done, and the steps played so far.
     """
     if recorder is not None and venv.num_envs != 1:
         raise ValueError(f"a recorder follows one env, got {venv.num_envs} envs")
@@ -65,13 +69,54 @@ def play_episodes(
     observation: Any = venv.reset()
     hidden, starts = None, np.ones((venv.num_envs,), dtype=bool)
     runner.start(venv)
-    while not runner.finished:
-        if recorder is not None:
-            recorder.before_action(venv, observation)
-        action, hidden = model.predict(observation, state=hidden, episode_start=starts, deterministic=deterministic)
-        observation, rewards, starts, infos = venv.step(action)
-        runner.step(venv, action, rewards, starts, infos)
+    with _EpisodeBar(progress, episodes) as bar:
+        while not runner.finished:
+            if recorder is not None:
+                recorder.before_action(venv, observation)
+            action, hidden = model.predict(observation, state=hidden, episode_start=starts, deterministic=deterministic)
+            observation, rewards, starts, infos = venv.step(action)
+            runner.step(venv, action, rewards, starts, infos)
+            bar.show(len(runner.done), venv.num_envs)
     return runner.results()
+
+
+REFRESH_SECONDS = 0.5
+
+
+class _EpisodeBar:
+    """A tqdm bar of episodes done, with the steps played so far (an episode can be long: a bar that moves only when
+    episodes end would look stuck); nothing when ``description`` is None."""
+
+    def __init__(self, description: str | None, episodes: int) -> None:
+        self.description, self.episodes, self.steps, self._done = description, episodes, 0, 0
+        self._shown = time.monotonic()
+        self._bar: Any = None
+
+    def __enter__(self) -> _EpisodeBar:
+        if self.description is not None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.episodes, desc=self.description, unit=" episodes", dynamic_ncols=True,
+                             file=sys.stderr)  # fmt: skip
+        return self
+
+    def show(self, done: int, steps: int) -> None:
+        if self._bar is None:
+            return
+        self.steps += steps
+        self._bar.set_postfix_str(f"{self.steps} steps", refresh=False)
+        done = min(done, self.episodes)
+        now = time.monotonic()
+        if done > self._done:
+            self._bar.update(done - self._done)
+            self._done, self._shown = done, now
+        elif now - self._shown >= REFRESH_SECONDS:  # no episode ended: the step count still moves on
+            self._bar.refresh()
+            self._shown = now
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 class _Episodes:

@@ -10,6 +10,7 @@ an off-policy run resumes with an empty buffer and goes on updating.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecNormalize
 
+LOG = logging.getLogger("rlzoo")
 # Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be and
 # on how many envs the test episodes run.
 NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_envs", "trusted")
@@ -126,7 +128,10 @@ def training_seed(seed: int, point: ResumePoint | None) -> int:
 
 def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> None:
     """Make ``run`` ready to train from ``point`` (None: afresh): logs cut back to it, the resume recorded, the
-    config written. Called once the run is planned and its envs are built, so a rejected run writes nothing."""
+    config written. Called once the run is planned and its envs are built, so a rejected run writes nothing. A run
+    stopped before its first checkpoint starts over, saying so in one line."""
+    if point is None and run.config.is_file():
+        LOG.warning(f"run_dir {run.path} holds no checkpoint yet: the run starts over from step 0")
     run.path.mkdir(parents=True, exist_ok=True)
     truncate_logs(run, point)
     if point is not None:
@@ -145,7 +150,12 @@ def check_still_planned(run: RunDir, point: ResumePoint | None, config: DictConf
 
 
 def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
-    """Cut every log back to its length at ``point`` (a fresh start in a used dir: remove the old logs)."""
+    """Cut every log back to its length at ``point``, TensorBoard's to its step (a fresh start in a used dir: remove
+    the old logs)."""
+    from rlzoo.loggers.tensorboard import cut_event_files  # torch's TensorBoard writer: only when a run resumes
+
+    if point is None or point.timesteps >= 0:
+        cut_event_files(run.tensorboard_dir, None if point is None else point.timesteps)
     if point is None:
         for path in run.log_files():
             path.unlink(missing_ok=True)

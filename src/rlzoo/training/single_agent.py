@@ -15,7 +15,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from rlzoo.collector import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
-from rlzoo.training.budget import RunClock, episodes_logged, learn
+from rlzoo.training.budget import RunClock, episodes_logged, learn, show_progress
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.episodes import play_episodes, summarize
@@ -169,7 +169,8 @@ def _play_test(
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
         test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes))
         try:
-            results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic)
+            bar = "test episodes" if show_progress(settings.progress_bar) else None
+            results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic, progress=bar)
         finally:
             test_env.close()
     build.plan.run.write_test_returns([r.ret for r in results], [r.length for r in results], sampled=sampled_file)
