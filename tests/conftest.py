@@ -24,6 +24,14 @@ if "SB3_LOGDIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["SB3_LOGDIR"], ignore_errors=True)
 torch.set_num_threads(1)
 
+
+@pytest.fixture(autouse=True)
+def _no_inherited_wandb_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """W&B points ``WANDB_SERVICE`` at this process's service once a test has used it; a subprocess or Slurm job that
+    inherited it would register its runs there (a killed job's run id then stays "in use")."""
+    monkeypatch.delenv("WANDB_SERVICE", raising=False)
+
+
 # Tiny budgets: shrink rollouts, batches, buffers and networks, not only the step count.
 TINY_ON_POLICY = ["algo.n_steps=32", "algo.batch_size=32", "+algo.policy_kwargs.net_arch=[16]"]
 TINY_OFF_POLICY = [

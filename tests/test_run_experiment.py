@@ -65,7 +65,7 @@ def test_custom_algorithm_through_run_experiment_and_load_agent(
     vpg = preset("vpg", f"hydra.searchpath=[file://{CUSTOM / 'conf'}]", *TINY, "algo.n_steps=32")
     (run,) = run_experiment(vpg, "CartPole", 64, test_episodes=1, quiet=True, logdir=tmp_path)
     assert run.metrics["train/timesteps"] == 64
-    agent = load_agent(run.run_dir)
+    agent = load_agent(run.run_dir, allow=["vpg"])  # the user's own module, named by the one who loads the run
     assert type(agent.model).__name__ == "VPG"
     env = gym.make("CartPole-v1")
     state, total = State.from_reset(env.reset(seed=0)), 0.0

@@ -8,6 +8,7 @@ Under ``--multirun`` the error is re-raised, so that the launcher records the fa
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
 import sys
 import traceback
@@ -46,11 +47,23 @@ def discard_output_dir() -> None:
     own = {hydra_cfg.output_subdir, f"{hydra_cfg.job.name}.log"}
     if not folder.is_dir() or _inside(cwd, folder) or any(p.name not in own for p in folder.iterdir()):
         return
+    _close_log_files_in(folder)
     shutil.rmtree(folder, ignore_errors=True)
     for parent in folder.parents:
         if parent == cwd or not _inside(parent, cwd) or any(parent.iterdir()):
             break
         parent.rmdir()
+
+
+def _close_log_files_in(folder: Path) -> None:
+    """Detach and close the logging file handlers Hydra opened in ``folder`` (its ``<job>.log``), so that no later log
+    record of this process reopens a file in a removed folder."""
+    named = [item for item in logging.root.manager.loggerDict.values() if isinstance(item, logging.Logger)]
+    for logger in [logging.getLogger(), *named]:
+        for handler in list(logger.handlers):
+            if isinstance(handler, logging.FileHandler) and _inside(Path(handler.baseFilename).resolve(), folder):
+                logger.removeHandler(handler)
+                handler.close()
 
 
 def discard_output_dir_if_elsewhere(run_dir: str | Path) -> None:
