@@ -11,6 +11,7 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3 import DQN
 
+from extras import require_extra
 from rlzoo.algos.factory import algorithm_classes, check_action_space
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.spec import pipeline_spec
@@ -21,7 +22,9 @@ from rlzoo.pipeline.steps import check_overrides_apply, is_learned, method_confi
 def test_the_action_space_message_is_one_line_with_or_without_sbx(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, sbx_installed: bool
 ) -> None:
-    if not sbx_installed:
+    if sbx_installed:
+        require_extra("sbx", "jax")
+    else:
         monkeypatch.setitem(sys.modules, "sbx", None)  # import sbx raises ImportError, as without the [jax] extra
     with caplog.at_level(logging.WARNING), pytest.raises(ConfigError, match="algorithms that fit: ") as error:
         check_action_space(DQN, spaces.Box(-1, 1, (3,)))

@@ -26,8 +26,22 @@ NARRATION = re.compile(
 )
 
 
+# Folders of a copy of the tree that git would not track (CI's newcomer stage tests a copy without .git).
+NOT_TRACKED = {"__pycache__", "multirun", "outputs", "rlzoo_conf", "build", "dist"}
+
+
 def tracked_text_files() -> list[Path]:
-    names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    """The text files git tracks; in a copy of the tree without ``.git``, every file outside hidden and build dirs."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if listed.returncode == 0:
+        names = listed.stdout.split()
+    else:
+        names = [
+            str(path.relative_to(ROOT))
+            for path in ROOT.rglob("*")
+            if not any(part.startswith(".") or part in NOT_TRACKED or part.endswith(".egg-info")
+                       for part in path.relative_to(ROOT).parts)
+        ]  # fmt: skip
     return [ROOT / n for n in names if n not in EXCLUDED and Path(n).suffix in TEXT_SUFFIXES and (ROOT / n).is_file()]
 
 
