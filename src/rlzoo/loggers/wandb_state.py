@@ -65,12 +65,13 @@ class WandbState:
 
 
 def service_errors() -> tuple[type[Exception], ...]:
-    """What W&B raises when its service went away: a lost connection, or (``finish``) an abandoned request."""
+    """What W&B raises when its service went away: a lost connection, an abandoned request (``finish``) or a closed
+    mailbox (its exit hook, when the job exits for a requeue)."""
     try:
-        from wandb.sdk.mailbox import HandleAbandonedError
+        from wandb.sdk.mailbox import HandleAbandonedError, MailboxClosedError
     except ImportError:  # another wandb version: its lost connection only
         return (ConnectionError,)
-    return (ConnectionError, HandleAbandonedError)
+    return (ConnectionError, HandleAbandonedError, MailboxClosedError)
 
 
 def lost(error: Exception) -> None:

@@ -15,6 +15,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
+from rlzoo.loggers.wandb_state import lost, service_errors
 from rlzoo.rundir import RETURNS100_HEADER, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.resume import log_state
@@ -187,7 +188,11 @@ class Checkpoint(BaseCallback):
             self._aim()
         if self._signalled:
             self._restore_handler()
-            os.kill(os.getpid(), signal.SIGUSR2)  # now the previous handler (or the default action) takes over
+            try:
+                os.kill(os.getpid(), signal.SIGUSR2)  # now the previous handler (or the default action) takes over
+            except service_errors() as error:  # Submitit's exit for a requeue met W&B's killed service in its exit hook
+                lost(error)
+                raise SystemExit(-1) from None  # the exit Submitit asked for: the job is requeued already
         return True
 
     def _save(self) -> None:
