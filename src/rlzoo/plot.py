@@ -52,15 +52,9 @@ class PlotSettings:
             if not budgets or any(isinstance(b, bool) or not isinstance(b, int | float) or b <= 0 for b in budgets):
                 raise ConfigError(f"budgets={budgets!r}; allowed: a list of agent-step counts > 0, e.g. [20000,50000]")
             values["budgets"] = tuple(sorted({int(b) for b in budgets}))
-        check_verdict_ci(values.get("verdict_ci", 0.95), "verdict_ci")
+        verdicts.check_confidence(values.get("verdict_ci", 0.95), "verdict_ci")
         values["dir"] = str(values["dir"])
         return parse(cls, values)  # type: ignore[arg-type]
-
-
-def check_verdict_ci(value: object, key: str) -> None:
-    """Refuse a verdict CI level outside (0, 1), naming ``key``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ConfigError(f"{key}={value!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.pipeline.slurm import slurm_parameters
+from rlzoo.results.verdicts import check_confidence
 
 PIPELINE_CONFIG = "pipeline"
 IDENTITY = "experiment.yaml"
@@ -245,7 +246,7 @@ def pipeline_spec(overrides: Sequence[str]) -> PipelineSpec:
         encoder_workers=_encoder_workers(node.get("encoder_workers", 1)),
         runs_beside_encoders=_flag("runs_beside_encoders", node.get("runs_beside_encoders", False)),
         verdict_of=_verdict_of(node.get("verdict_of"), axes["srl_model"]),
-        verdict_ci=_verdict_ci(node.get("verdict_ci", 0.95)),
+        verdict_ci=check_confidence(node.get("verdict_ci", 0.95), "pipeline.verdict_ci"),
         slurm=slurm_parameters(launcher),
         typed=tuple(_key(o) for o in overrides if _key(o).startswith("pipeline.")),
     )
@@ -266,12 +267,6 @@ def _verdict_of(value: Any, srl_models: list[Any]) -> str | None:
     if str(value) not in options:
         raise ConfigError(f"pipeline.verdict_of={value!r}: not an option of conf/srl_model ({', '.join(options)})")
     return str(value) if str(value) in map(str, srl_models) else None
-
-
-def _verdict_ci(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ConfigError(f"pipeline.verdict_ci={value!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
-    return float(value)
 
 
 def _flag(key: str, value: Any) -> bool:

@@ -201,7 +201,9 @@ def row_stats(
         improvement, improvement_ci = math.nan, (math.nan, math.nan)
         other = _baseline_of(row, rows, baseline)
         if other is not None:
-            improvement, improvement_ci = _improvement(row.scores, other.scores, seed, reps)
+            improvement, improvement_ci = verdicts.probability_of_improvement(
+                row.scores, other.scores, CONFIDENCE, reps, seed
+            )
         versus = None
         ref = _reference_of(row, rows, reference)
         if ref is not None:
@@ -216,19 +218,6 @@ def row_stats(
             )
         )  # fmt: skip
     return result
-
-
-def _improvement(
-    scores: Sequence[float], base: Sequence[float], seed: int, reps: int
-) -> tuple[float, tuple[float, float]]:
-    from rliable import metrics
-
-    return _interval(
-        {"x": [np.asarray(scores, dtype=float)[:, None], np.asarray(base, dtype=float)[:, None]]},
-        lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),
-        seed,
-        reps,
-    )
 
 
 def _number(value: float, digits: int = 1) -> str:

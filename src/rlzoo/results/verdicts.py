@@ -38,6 +38,13 @@ def check_reference(reference: str | None, srl_models: Sequence[str]) -> None:
         )
 
 
+def check_confidence(value: object, key: str) -> float:
+    """A verdict CI level, refused outside (0, 1) in one line naming ``key``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"{key}={value!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
+    return float(value)
+
+
 def unresolved(seeds: int) -> str:
     return f"not resolved at {seeds} seeds"
 
