@@ -20,6 +20,7 @@ A run directory holds::
     models.json            a multi-agent run's steps trained, written once every learner's final model is saved
     returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
     test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
+    provenance.json        the source commit the run was trained at (``rlzoo.provenance``); written before metrics
     metrics.json           summary; written last, so its presence means the run finished
     .lock                  held (flock) by the process training here, with its pid; removed when it ends
 """
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where ru
 
 CONFIG = "config.yaml"
 METRICS = "metrics.json"
+PROVENANCE = "provenance.json"
 TEST_RETURNS = "test_returns.csv"
 SAMPLED_TEST_RETURNS = "test_returns_sampled.csv"
 RETURNS100 = "returns100.csv"
@@ -342,6 +344,14 @@ class RunDir:
         ]
         name = SAMPLED_TEST_RETURNS if sampled else TEST_RETURNS
         atomic_write_text(self.path / name, "\n".join(rows) + "\n")
+
+    @property
+    def provenance(self) -> Path:
+        return self.path / PROVENANCE
+
+    def write_provenance(self, commit: str) -> None:
+        """Record the source commit the run was trained at (a resumed run: the commit that finished it)."""
+        atomic_write_text(self.provenance, json.dumps({"commit": commit}) + "\n")
 
     def write_metrics(self, metrics: dict[str, float]) -> None:
         """Write the metrics summary, last: it marks the run finished."""
