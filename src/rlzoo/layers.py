@@ -21,7 +21,8 @@ layer   name                modules
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
                             multi-agent kind of run
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
-12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline
+12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline,
+                            records
 ======  ==================  ===========================================================================================
 """
 
@@ -74,6 +75,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.tune.command",
             "rlzoo.tune.__main__",
             "rlzoo.pipeline",
+            "rlzoo.records",
         ),
     ),
 )

@@ -6,7 +6,7 @@ A run directory holds::
     model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
     obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
     checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume); atomic
-    monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor)
+    monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor; ``.monitor.csv.gz`` in a result record)
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
     test_returns.csv       one row per test episode: episode,return,length
@@ -68,6 +68,7 @@ SAMPLED_TEST_RETURNS = "test_returns_sampled.csv"
 RETURNS100 = "returns100.csv"
 RETURNS100_HEADER = "frame,mean,std,max,min"
 MONITOR_SUFFIX = ".monitor.csv"
+GZIP_SUFFIX = ".gz"
 PROGRESS = "progress.csv"
 CHECKPOINT_STATE = "state.json"
 RESUMES = "resumes.csv"
@@ -195,6 +196,13 @@ class RunDir:
         if not self.monitor_dir.is_dir():
             return []
         return sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}"))
+
+    def episode_logs(self) -> list[Path]:
+        """The files holding the training episodes, one per env rank: the Monitor CSVs, or in a result record
+        (``rlzoo.results.records``) the same CSVs gzipped."""
+        if not self.monitor_dir.is_dir():
+            return []
+        return self.monitor_files() or sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}{GZIP_SUFFIX}"))
 
     @property
     def wandb_state(self) -> Path:
