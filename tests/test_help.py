@@ -13,7 +13,7 @@ import sys
 import pytest
 
 ENTRYPOINTS = ["rlzoo.train", "rlzoo.collect", "rlzoo.srl.train", "rlzoo.srl.evaluate", "rlzoo.enjoy", "rlzoo.plot",
-               "rlzoo.report", "rlzoo.tune", "rlzoo.pipeline"]  # fmt: skip
+               "rlzoo.report", "rlzoo.tune", "rlzoo.pipeline", "rlzoo.records"]  # fmt: skip
 
 
 def _help(module: str, *arguments: str) -> subprocess.CompletedProcess[str]:

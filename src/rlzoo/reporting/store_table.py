@@ -52,10 +52,24 @@ def read_store_info(store: Path) -> StoreInfo:
     return parse(StoreInfo, values)
 
 
-def missing_pairs(records: Sequence[Record], representations: Sequence[str], seeds: Sequence[int]) -> list[str]:
-    """``<representation> seed <n>`` of the sweep that the store lacks, in sweep order."""
+def missing_pairs(
+    records: Sequence[Record], representations: Sequence[str], seeds: Sequence[int]
+) -> list[tuple[str, int]]:
+    """The (representation, seed) pairs of the sweep that the store lacks, in sweep order."""
     have = {(r.representation, r.seed) for r in records}
-    return [f"{m} seed {s}" for m in representations for s in seeds if (m, s) not in have]
+    return [(m, s) for m in representations for s in seeds if (m, s) not in have]
+
+
+def missing_line(missing: Sequence[tuple[str, int]]) -> str:
+    """``none``, or per representation the seeds it lacks: ``raw_pixels seeds 0, 1; srl_splits seed 3``."""
+    by_representation: dict[str, list[int]] = {}
+    for representation, seed in missing:
+        by_representation.setdefault(representation, []).append(seed)
+    parts = [
+        f"{name} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+        for name, seeds in by_representation.items()
+    ]
+    return "; ".join(parts) or "none"
 
 
 def _iqm(iqm: float, ci: tuple[float, float]) -> str:
@@ -126,7 +140,7 @@ def _lines(
     lines = [
         f"Records: {len(records)} of {len(representations) * len(seeds)} (representations x seeds "
         f"{seeds[0]} to {seeds[-1]}), trained at commit {', '.join(commits)}; their runs' CPU time {cpu:,.0f} s.",
-        f"Missing: {', '.join(missing) if missing else 'none'}.",
+        f"Missing: {missing_line(missing)}.",
         "",
         "| srl_model | seeds | last-100 return IQM [95 % CI] | greedy test IQM [95 % CI] | sampled test IQM [95 % CI] "
         f"| P({info.verdict_of} > row) [95 % CI] and verdict: last-100 / greedy / sampled "
