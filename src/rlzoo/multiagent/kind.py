@@ -54,6 +54,7 @@ class MultiAgent:
         "test_checkpoint": NO_KEEP_BEST + ": the final models play the test",
         "test_envs": "the test episodes are played one after another on one env",
         "max_test_steps": "the PettingZoo env ends its own episodes",
+        "test_steps": "the PettingZoo env ends its own episodes",
         "progress_bar": "the AEC loop shows no progress bar",
         "init_from": "they cannot start from another run's models",
     }
