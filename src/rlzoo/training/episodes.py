@@ -86,7 +86,7 @@ LINE_SECONDS = 5.0  # at most one progress line this often (stderr not a termina
 LOG = logging.getLogger("rlzoo")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Progress:
     """How played episodes report their progress: a tqdm bar on stderr (``bar``: an interactive terminal), or plain
     log lines every :data:`LINE_SECONDS` (``lines``: a log file, a Slurm job, CI); episodes done, steps, elapsed."""
