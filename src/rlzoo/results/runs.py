@@ -29,7 +29,8 @@ from rlzoo.rundir import GZIP_SUFFIX, RunDir
 # Config keys that do not make runs different experiments (prefixes end with a dot).
 IGNORED_KEYS = (
     "seed", "run_dir", "total_timesteps", "total_episodes", "verbose", "progress_bar", "checkpoint_freq",
-    "test_episodes", "test_envs", "max_test_steps", "deterministic_test", "sampled_test", "vec_env", "resume",
+    "test_episodes", "test_envs", "max_test_steps", "test_steps", "deterministic_test", "sampled_test", "vec_env",
+    "resume",
     "hardware.", "logger.",
     "srl_model.checkpoint",
     "srl_model.vec_wrapper.checkpoint",
