@@ -22,6 +22,8 @@ from rlzoo.plot import PlotSettings, plot
 from rlzoo.results.records import RECORD, RUNS, check_records, merge_into_store, read_record, store_records
 from test_pipeline import TINY
 
+# Three tiny pipelines (18 runs, two encoders) for the module: about 3 min on two idle cores, more under load.
+pytestmark = pytest.mark.timeout(2400)
 # Two representations of the tiny pipeline (an encoder for one of them), no report.
 SHARD = [*(o for o in TINY if not o.startswith("pipeline.sweep.srl_model")),
          "pipeline.sweep.srl_model=[ground_truth,srl_splits]", "pipeline.report=false"]  # fmt: skip

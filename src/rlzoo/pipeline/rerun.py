@@ -86,8 +86,8 @@ def _episodes(record: Record) -> list[tuple[str, str]]:
 
 
 def differences(stored: Record, new: Record) -> list[str]:
-    """What differs between two records of one run (times apart): scores, test and training episodes, encoder,
-    config."""
+    """What differs between the scores of two records of one run (times apart): metrics, test and training
+    episodes, the encoder's weights."""
     found = []
     old_metrics, new_metrics = (json.loads(_file(r, METRICS) or b"{}") for r in (stored, new))
     for key in sorted(set(old_metrics) | set(new_metrics)):
@@ -100,20 +100,28 @@ def differences(stored: Record, new: Record) -> list[str]:
         found.append("the training episodes differ")
     if stored.encoder_hash != new.encoder_hash:
         found.append(f"encoder content hash {str(stored.encoder_hash)[:12]} → {str(new.encoder_hash)[:12]}")
-    old_config, new_config = flat_values(stored.config), flat_values(new.config)
-    found += [
-        f"config {k}" for k in sorted(set(old_config) | set(new_config)) if old_config.get(k) != new_config.get(k)
-    ]
     return found
+
+
+def config_differences(stored: Record, new: Record) -> list[str]:
+    """The config keys whose values differ (a key one commit has and the other lacks shows as absent)."""
+    old, now = flat_values(stored.config), flat_values(new.config)
+    keys = sorted(set(old) | set(now))
+    return [
+        f"{k} ({old.get(k, '<absent>')} → {now.get(k, '<absent>')})"
+        for k in keys
+        if repr(old.get(k, "<absent>")) != repr(now.get(k, "<absent>"))
+    ]
 
 
 def compare_records(stored: Record, new: Record) -> str:
     """One line: the rerun equals the record to the last digit, or the list of what differs."""
-    found = differences(stored, new)
+    found, configs = differences(stored, new), config_differences(stored, new)
+    config = f"; its config differs in {', '.join(configs)}" if configs else ""
     if found:
-        return f"rlzoo.records: {stored.name} differs from its record: {'; '.join(found)}"
+        return f"rlzoo.records: {stored.name} differs from its record: {'; '.join(found)}{config}"
     episodes = len(_episodes(stored))
     return (
         f"rlzoo.records: {stored.name} equals its record to the last digit ({episodes} training episodes, the "
-        "metrics, the test episodes, the encoder)"
+        f"metrics, the test episodes, the encoder){config}"
     )

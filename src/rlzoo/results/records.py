@@ -33,6 +33,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
+from rlzoo.results.runs import find_runs, leaves
 from rlzoo.rundir import (
     CONFIG,
     GZIP_SUFFIX,
@@ -130,18 +131,9 @@ def _is_free(key: str) -> bool:
 
 
 def flat_values(config: DictConfig) -> dict[str, Any]:
-    """Every leaf of ``config`` as ``dotted.key: value`` (lists as their repr), the free keys left out."""
-    flat: dict[str, Any] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, dict) and node:
-            for key, value in node.items():
-                walk(value, f"{prefix}{key}.")
-        else:
-            flat[prefix[:-1]] = repr(node) if isinstance(node, list | dict) else node
-
-    walk(OmegaConf.to_container(config, resolve=False), "")
-    return {key: value for key, value in flat.items() if not _is_free(key)}
+    """Every leaf of ``config`` as ``dotted.key: value`` (unresolved: a record's config is data), the free keys left
+    out."""
+    return {key: value for key, value in leaves(config, resolve=False).items() if not _is_free(key)}
 
 
 def check_records(records: Sequence[Record]) -> None:
@@ -323,7 +315,6 @@ def store_records(store: Path) -> list[Record]:
 
 def candidates(sources: Sequence[Path]) -> list[RunDir]:
     """The finished RL runs (and records) under ``sources``: a pipeline dir's datasets and encoders are not runs."""
-    from rlzoo.results.runs import find_runs
 
     found = []
     for source in sources:

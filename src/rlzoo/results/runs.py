@@ -239,7 +239,7 @@ def failure(run: RunResult) -> str:
     return lines[-1] if lines else "?"
 
 
-def _flat(config: DictConfig) -> dict[str, Any]:
+def leaves(config: DictConfig, resolve: bool = True) -> dict[str, Any]:
     """``{"algo.gamma": 0.99, ...}`` for every leaf of the config (lists as strings)."""
     flat: dict[str, Any] = {}
 
@@ -250,8 +250,13 @@ def _flat(config: DictConfig) -> dict[str, Any]:
         else:
             flat[prefix[:-1]] = repr(node) if isinstance(node, list) else node
 
-    walk(OmegaConf.to_container(config, resolve=True), "")
-    return {k: v for k, v in flat.items() if not _ignored(k)}
+    walk(OmegaConf.to_container(config, resolve=resolve), "")
+    return flat
+
+
+def _flat(config: DictConfig) -> dict[str, Any]:
+    """:func:`leaves` of the config, the keys that do not make runs different experiments left out."""
+    return {k: v for k, v in leaves(config).items() if not _ignored(k)}
 
 
 def _ignored(key: str) -> bool:
