@@ -14,20 +14,23 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.collector import collect_from_here
-from rlzoo.multiagent.agents import TrainingMultiagent, opponent_for
+from rlzoo.errors import ConfigError
+from rlzoo.multiagent.agents import TestMultiagent, TrainingMultiagent, load_multiagent, opponent_for
 from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
-from rlzoo.rundir import LEARNERS, MODEL, RunDir
+from rlzoo.multiagent.replay import replay_multiagent
+from rlzoo.rundir import FINAL, LEARNERS, MODEL, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
 from rlzoo.training.episodes import return_statistics
-from rlzoo.training.kind import Resources
+from rlzoo.training.kind import Replayed, ReplayRequest, Resources
 from rlzoo.training.safe_load import restore_weights
 
 HONOURED = frozenset(
@@ -60,6 +63,32 @@ class MultiAgent:
 
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> MultiagentPlan:
         return plan_multiagent(cfg, list(overrides), run_dir_state=True)
+
+    def load(
+        self, run: RunDir, checkpoint: int | str | None, *, deterministic: bool, trusted: bool, allow: Sequence[str]
+    ) -> TestMultiagent:
+        """The run's test multiagent (:func:`~rlzoo.multiagent.agents.load_multiagent`): its final models."""
+        self.check_replay(ReplayRequest(FINAL if checkpoint is None else checkpoint))
+        return load_multiagent(run.path, deterministic, trusted=trusted, allow=allow)
+
+    def check_replay(self, request: ReplayRequest) -> None:
+        if request.checkpoint != FINAL or request.plots:
+            raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
+
+    def replay(self, run: RunDir, request: ReplayRequest) -> Replayed:
+        """The test multiagent's episodes: per-agent returns in the table, summed in the returns."""
+        self.check_replay(request)
+        replay = replay_multiagent(
+            run.path, request.episodes, request.seed, request.deterministic, request.frames,
+            trusted=request.trusted, allow=request.allow,
+        )  # fmt: skip
+        returns = [e.total for e in replay.episodes]
+        per_agent = ", ".join(
+            f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys
+        )
+        summary = f"{run.path}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}"
+        lengths = [e.length for e in replay.episodes]
+        return Replayed(FINAL, summary, returns, lengths, replay.table(), replay.frames, replay.render_fps)
 
     def build(self, plan: MultiagentPlan, context: Resources) -> MultiagentLearning:
         """The env and the team (learners resumed from the resume point): nothing written."""

@@ -15,7 +15,6 @@ from stable_baselines3.common.utils import set_random_seed
 
 from rlzoo.training.context import RunContext
 from rlzoo.training.kind import RunKind, refuse_unhonoured
-from rlzoo.training.single_agent import CallbackFactory, SingleAgent
 
 
 def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
@@ -38,13 +37,3 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         metrics["time/total_seconds"] = context.seconds()
         plan.run.write_metrics(metrics)
     return metrics
-
-
-def train_run(
-    cfg: DictConfig, overrides: Sequence[str] = (), extra_callbacks: CallbackFactory | None = None
-) -> dict[str, float]:
-    """A single-agent run (:func:`run` with :class:`SingleAgent`).
-
-    :param extra_callbacks: makes callbacks that learn with the run's own (one returning False stops training).
-    """
-    return run(SingleAgent(extra_callbacks), cfg, overrides)
