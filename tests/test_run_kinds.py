@@ -116,3 +116,26 @@ def test_resume_resolves_the_saved_runs_kind(compose: Compose, tmp_path: Path) -
     run_dir = tmp_path / "tictactoe"
     train(compose([*TICTACTOE, *TINY], run_dir))
     assert resolve_kind(compose(["algo=ppo", "env=CartPole", f"resume={run_dir}"])).name == "multi-agent"
+
+
+BAD_POLICY_KWARGS = [
+    ("algo.policy_kwargs.net_arch=[16,-2]", "must be layer sizes"),
+    ("+algo.policy_kwargs.activation_fn=wobbly", "is not an activation"),
+]
+
+
+@pytest.mark.parametrize("overrides", [CARTPOLE, TICTACTOE], ids=["single-agent", "multi-agent"])
+@pytest.mark.parametrize(("bad", "message"), BAD_POLICY_KWARGS)
+def test_every_kind_checks_policy_kwargs_in_its_plan(
+    compose: Compose, tmp_path: Path, overrides: list[str], bad: str, message: str
+) -> None:
+    cfg = compose([*overrides, *TINY, bad], tmp_path / "run")
+    with pytest.raises(ConfigError, match=message) as error:
+        train(cfg)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_named_activation_trains_a_multi_agent_run(compose: Compose, tmp_path: Path) -> None:
+    metrics = train(compose([*TICTACTOE, *TINY, "+algo.policy_kwargs.activation_fn=tanh"], tmp_path / "run"))
+    assert metrics["train/timesteps"] == 60

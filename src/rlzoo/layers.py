@@ -13,10 +13,10 @@ layer   name                modules
 4       approximation       approximation: building blocks of algorithms (approximations, Q-networks, replay, K-FAC)
 5       algos               algos: the algorithm factory, algorithms SB3 lacks, the JAX backend
 6       loggers             loggers: SB3 logger outputs, W&B, visdom live plots
-7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run, the one
-                            run skeleton
+7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run (protocol,
+                            registry, resolver), the one run skeleton
 8       results, replay     results (reading many runs), replay (loading one trained run, plots, videos)
-9       agents              agents: the agent API (state, presets, load_agent, run_experiment)
+9       agents              agents: the agent API (state, presets, load_agent, run_experiment), the single-agent kind
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
                             multi-agent kind of run
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)

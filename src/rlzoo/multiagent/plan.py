@@ -7,18 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space
-from rlzoo.config import resolved_values
+from rlzoo.algos.factory import AlgorithmFactory, check_action_space
 from rlzoo.errors import ConfigError
 from rlzoo.hardware import Hardware
 from rlzoo.multiagent.pettingzoo_envs import AgentSpaces, PettingZooSpec, agent_spaces
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
-from rlzoo.training.budget import check_budget
-from rlzoo.training.plan import LogPlan, log_plan
-from rlzoo.training.resume import ResumePoint, find_resume_point, resume_config, training_seed
+from rlzoo.training.plan import LogPlan, Prologue
+from rlzoo.training.resume import ResumePoint, training_seed
 from rlzoo.training.settings import RunSettings
 
 LAYOUTS = ("independent", "shared", "fixed")
@@ -77,15 +75,16 @@ class MultiagentPlan:
 def plan_multiagent(
     cfg: DictConfig, overrides: tuple[str, ...] | list[str] = (), *, run_dir_state: bool = False
 ) -> MultiagentPlan:
-    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run; ``cfg`` is not changed. The run
-    keys a multi-agent run does not honour are refused before (:func:`rlzoo.training.kind.refuse_unhonoured`).
+    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run: every check of a single-agent plan's
+    prologue (:class:`rlzoo.training.plan.Prologue`), then the env, the layout and every learner's spaces; ``cfg`` is
+    not changed. The run keys a multi-agent run does not honour are refused before
+    (:func:`rlzoo.training.kind.refuse_unhonoured`).
 
     :param run_dir_state: read the run dir's state (refuse a finished run, find a resume point): a run to train;
         off for loading a trained run.
     """
-    if cfg.get("resume"):
-        cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
-    values = resolved_values(cfg)
+    prologue = Prologue.of(cfg, overrides)
+    values, settings, factory = prologue.values, prologue.settings, prologue.factory
     layout_values, env_values = values.get("multiagent"), values["env"]
     if layout_values is None:
         raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or random")
@@ -95,14 +94,11 @@ def plan_multiagent(
             f"multiagent={layout.layout} needs a PettingZoo env: env=pettingzoo env.id=<module> (env.id="
             f"{env_values.get('id')} is a single-agent env; train it without multiagent)"
         )
-    settings = RunSettings.from_values({k: v for k, v in values.items() if k != "multiagent"})
     representation = values["srl_model"].get("name")
     if representation != "ground_truth":
         raise ConfigError(
             f"multi-agent runs observe the env's own observations: srl_model=ground_truth (got {representation})"
         )
-    check_budget(settings, overrides)
-    factory = build_algorithm_factory(OmegaConf.create(values["algo"]))
     spec = PettingZooSpec.from_values(env_values)
     env = spec.make()
     try:
@@ -115,12 +111,10 @@ def plan_multiagent(
     for name, keys in learners.items():
         _check_learner(factory, name, [agents[k] for k in keys])
     values["normalize"] = False  # recorded: multi-agent learners see the env's observations as they are
-    policy = factory.policy_for("Mlp")
-    config = OmegaConf.create(values)
-    resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
+    config, resume_point = prologue.finish(run_dir_state)
     return MultiagentPlan(
-        config, settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents, learners, policy,
-        log_plan(values["logger"], settings.verbose), resume_point, _seats(layout, agents, learners),
+        config, settings, layout, prologue.hardware, factory, spec, agents, learners, factory.policy_for("Mlp"),
+        prologue.logging, resume_point, _seats(layout, agents, learners),
     )  # fmt: skip
 
 
