@@ -99,7 +99,7 @@ def test_a_multi_agent_run_loads_and_replays_through_its_kind(compose: Compose, 
     train(compose([*TICTACTOE, *TINY], run_dir))
     agent = load_agent(run_dir)
     assert isinstance(agent, TestMultiagent) and set(agent.models) == {"player_1"}
-    with pytest.raises(ConfigError, match="is a multi-agent run: load its agent with rlzoo.load_agent"):
+    with pytest.raises(ConfigError, match=r"is a multi-agent run: load its agent with rlzoo\.load_agent"):
         load_run(run_dir)
     with pytest.raises(ConfigError, match="final models only"):
         load_agent(run_dir, checkpoint=60)
