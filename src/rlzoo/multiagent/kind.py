@@ -4,8 +4,9 @@ skeleton :func:`rlzoo.training.run.run`.
 The learners act in the AEC loop (each learning key's training agent learns as its algorithm's ``learn()`` would);
 one model per learner is saved; the test episodes play with learning off. ``total_timesteps`` counts the actions of
 all agents (the fixed opponent's too); each learning key's schedules (exploration, learning rate) run over its share,
-``total_timesteps / number of agents``. A checkpoint holds every learner's model and each key's step count, so a
-killed run resumes (with empty replay buffers, as single-agent runs do).
+``total_timesteps / number of agents``. A checkpoint holds every learner's model, each key's step count and the seat
+rotation's episode, so a killed or requeued run (Slurm's warning: :mod:`rlzoo.training.requeue`) resumes where it was
+(with empty replay buffers, as single-agent runs do).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class MultiAgent:
         team = build_team(plan)
         if plan.resume_point is not None:
             _restore(team, plan)
-        return MultiagentLearning(plan, env, team)
+        return MultiagentLearning(plan, env, team, context)
 
 
 def build_team(plan: MultiagentPlan) -> TrainingMultiagent:
@@ -123,13 +124,15 @@ def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
             restore_weights(model, path)
     for key, steps in point.kind_state.get("key_steps", {}).items():
         team.learners.agents[key].model.num_timesteps = int(steps)
+    if team.rotation is not None:  # the seat of the episode the run had reached
+        team.rotation.episode = int(point.kind_state.get("seat_episode", 0))
 
 
 class MultiagentLearning:
     """The team learning in the AEC loop (:class:`rlzoo.training.kind.Learning`)."""
 
-    def __init__(self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent) -> None:
-        self.plan, self.env, self.team = plan, env, team
+    def __init__(self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent, context: Resources) -> None:
+        self.plan, self.env, self.team, self.context = plan, env, team, context
         point = plan.resume_point
         self.steps = point.timesteps if point is not None else 0
         self.episodes = int(point.kind_state.get("episodes", 0)) if point is not None else 0
@@ -188,9 +191,11 @@ class MultiagentLearning:
 
         def on_step(steps: int) -> None:
             self.steps = start + steps
-            every = settings.checkpoint_freq
-            if every and self.steps % every == 0:
+            every, requeue = settings.checkpoint_freq, self.context.requeue
+            if every and (self.steps % every == 0 or requeue.received):
                 self._checkpoint(clock)
+            if requeue.received:  # Slurm's warning: checkpointed; the previous handler requeues the job
+                requeue.hand_on()
 
         play(self.env, self.team, budget, self.plan.seed, on_episode, on_step)
         for curve in self.curves.values():
@@ -201,6 +206,8 @@ class MultiagentLearning:
         key_steps = {key: int(agent.model.num_timesteps) for key, agent in self.team.learners.agents.items()}
         pending = {key: curve.pending for key, curve in self.curves.items()}
         state = {"key_steps": key_steps, "episodes": self.episodes, "pending": pending}
+        if self.team.rotation is not None:
+            state["seat_episode"] = self.team.rotation.episode
         save_checkpoint(self.plan.run, self.steps, self.models, None, pending[""], clock, state)
 
     def save(self) -> None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from rlzoo.training.budget import RunClock
     from rlzoo.training.plan import LogPlan
+    from rlzoo.training.requeue import RequeueSignal
     from rlzoo.training.resume import ResumePoint
 
 # Every run key of conf/train.yaml (RunSettings' fields).
@@ -90,10 +91,14 @@ class Learning(Protocol):
 
 
 class Resources(Protocol):
-    """What a kind's build may use of the run's context (:class:`rlzoo.training.context.RunContext`)."""
+    """What a kind's build may use of the run's context (:class:`rlzoo.training.context.RunContext`): the run clock,
+    Slurm's warning (armed once the run dir is claimed, when the run keeps checkpoints: the learning saves one and
+    hands it on) and the things to close."""
 
     @property
     def clock(self) -> RunClock: ...
+    @property
+    def requeue(self) -> RequeueSignal: ...
 
     def on_exit(self, callback: Callable[..., Any], *args: Any) -> None:
         """Call ``callback(*args)`` when the run ends (envs to close ...)."""

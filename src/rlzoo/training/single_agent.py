@@ -86,7 +86,8 @@ class SingleAgentLearning:
         returns100 = Returns100(plan.run.returns100, pending=point.pending_returns if point else ())
         callbacks: list[Any] = [returns100]
         if settings.checkpoint_freq:
-            callbacks.append(Checkpoint(plan.run, settings.checkpoint_freq, self.normalizer, returns100, clock))
+            every, requeue = settings.checkpoint_freq, self.context.requeue
+            callbacks.append(Checkpoint(plan.run, every, self.normalizer, returns100, clock, requeue))
         if plan.logging.visdom is not None:  # logger=visdom: live plots
             callbacks.append(LivePlot(plan.logging.visdom, plan.run.path))
         keep = _keep_best(plan, self.normalizer) if settings.eval_freq else None
