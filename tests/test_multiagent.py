@@ -21,6 +21,8 @@ from rlzoo.errors import ConfigError  # noqa: E402
 from rlzoo.multiagent.agents import RandomMultiagent, load_multiagent  # noqa: E402
 from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
 from rlzoo.multiagent.kind import build_team  # noqa: E402
+from rlzoo.multiagent.layouts import Layout  # noqa: E402
+from rlzoo.multiagent.pettingzoo_envs import AgentSpaces  # noqa: E402
 from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
 from rlzoo.multiagent.state import MultiagentState  # noqa: E402
 from rlzoo.train import train  # noqa: E402
@@ -292,3 +294,23 @@ def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
     assert opponent.seats[:4] == [{"player_2"}, {"player_1"}, {"player_2"}, {"player_1"}]
     fixed = plan_multiagent(compose([*TICTACTOE, "multiagent=random", "multiagent.alternate_seats=false", *TINY_DQN]))
     assert fixed.seats == ()
+
+
+class LastLearns(Layout):
+    """A layout defined here: the env's last agent learns, the others play the random opponent."""
+
+    name = "last_learns"
+
+    def learners(self, agents: dict[str, AgentSpaces]) -> dict[str, tuple[str, ...]]:
+        last = list(agents)[-1]
+        return {last: (last,)}
+
+
+def test_a_layout_defined_in_a_test_trains(compose: Compose, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    overrides = [*TICTACTOE, "multiagent=independent", "multiagent.layout=last_learns", *TINY_DQN, *TINY]
+    metrics = train(compose([*overrides, "total_timesteps=60"], run_dir))
+    assert {p.name for p in (run_dir / "models").iterdir()} == {"player_2"}
+    assert metrics["test/episodes"] == 3 and "test/player_2/win_rate" in metrics
+    with pytest.raises(ConfigError, match=r"multiagent\.layout='nowhere' is not a layout; allowed: independent"):
+        train(compose([*TICTACTOE, "multiagent=independent", "multiagent.layout=nowhere", *TINY_DQN, *TINY]))

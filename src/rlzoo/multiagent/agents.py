@@ -17,6 +17,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.agents.state import State
 from rlzoo.errors import ConfigError
+from rlzoo.multiagent.layouts import RANDOM
 from rlzoo.multiagent.learners import (
     Learners,
     MaskedQAgent,
@@ -29,8 +30,6 @@ from rlzoo.multiagent.plan import MultiagentPlan
 from rlzoo.multiagent.state import Multiagent, MultiagentState
 from rlzoo.training.build import load_model, snapshot
 from rlzoo.training.safe_load import check_targets, restore_weights
-
-RANDOM = "random"
 
 
 class RandomMultiagent:
