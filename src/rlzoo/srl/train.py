@@ -185,7 +185,7 @@ def train_encoder(cfg: DictConfig) -> dict[str, float]:
     atomic_write_text(run_dir / "metrics.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
     metadata = {
         "method": recipe.name,
-        "kind": kind.format,
+        "kind": kind.format.name,
         "state_dim": recipe.state_dim,
         "image_shape": [int(height), int(width), 3],
         "network": recipe.network,
