@@ -164,7 +164,7 @@ def test_fixed_opponent_from_a_saved_run(compose: Compose, tmp_path: Path) -> No
     first = tmp_path / "first"
     train(compose([*TICTACTOE, "multiagent=independent", *TINY_DQN, *TINY, "total_timesteps=100"], first))
     second = tmp_path / "second"
-    overrides = ["multiagent=random", "multiagent.learner=player_2", f"multiagent.opponent={first}"]
+    overrides = ["multiagent=fixed_opponent", "multiagent.learner=player_2", f"multiagent.opponent={first}"]
     metrics = train(compose([*TICTACTOE, *overrides, *TINY_DQN, *TINY, "total_timesteps=100"], second))
     assert {p.name for p in (second / "models").iterdir()} == {"player_2"}
     assert metrics["test/episodes"] == 3
@@ -181,9 +181,9 @@ BAD_INPUTS = [
      "use multiagent=independent"),
     (["algo=dqn", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "+env.continuous_actions=true",
       "multiagent=independent"], "algorithms that fit: a2c"),
-    (["algo=ppo", *TICTACTOE, "multiagent=random"], "masked argmax"),
+    (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent"], "masked argmax"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3"], "add multiagent=independent"),
-    (["algo=ppo", *TICTACTOE, "multiagent=random", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
+    (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "n_envs=2"], "n_envs=1"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "sampled_test=true"],
      "sampled_test=True is not honoured by multi-agent runs"),
@@ -205,7 +205,7 @@ def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: 
     from rlzoo.enjoy import EnjoySettings, enjoy
 
     run_dir = tmp_path / "run"
-    train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=60"], run_dir))
+    train(compose([*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=60"], run_dir))
     replay = enjoy(EnjoySettings(run=str(run_dir), n_episodes=2, video=True), log=lambda _: None)
     assert len(replay.returns) == 2 and all(5 <= n <= 9 for n in replay.lengths)
     table = (run_dir / "enjoy" / "final_returns.csv").read_text().splitlines()
@@ -214,12 +214,12 @@ def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: 
 
 
 def test_the_trained_agent_plays_second_in_a_plain_aec_loop(compose: Compose, tmp_path: Path) -> None:
-    """Trained as player_1 (multiagent=random), loaded into player_2's seat against an explicit random opponent: 100
+    """Trained as player_1 (multiagent=fixed_opponent), loaded into player_2's seat against an explicit random opponent: 100
     games of a plain PettingZoo loop, every player_2 move the model's masked argmax, every outcome counted once."""
     from rlzoo.multiagent.learners import action_scores, masked_argmax
 
     run_dir = tmp_path / "run"
-    metrics = train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=200"], run_dir))
+    metrics = train(compose([*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=200"], run_dir))
     rates = [metrics[f"test/player_1/{o}_rate"] for o in ("win", "draw", "loss")]
     assert sum(rates) == pytest.approx(1.0) and all(0 <= r <= 1 for r in rates)
     from rlzoo.train import console_figures
@@ -281,9 +281,9 @@ class SeatLog:
 
 
 def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
-    """``multiagent=random`` (``alternate_seats: true``): the one learner plays player_1 in even episodes and
+    """``multiagent=fixed_opponent`` (``alternate_seats: true``): the one learner plays player_1 in even episodes and
     player_2 in odd ones; the random opponent plays the other seat."""
-    plan = plan_multiagent(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=60"]))
+    plan = plan_multiagent(compose([*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=60"]))
     assert plan.seats == ("player_1", "player_2")
     team = build_team(plan)
     opponent = SeatLog(team.opponent)
@@ -292,7 +292,7 @@ def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
     episodes, _ = play(env, team, Budget(episodes=4), seed=0, on_episode=lambda *_: opponent.seats.append(set()))
     assert len(episodes) == 4
     assert opponent.seats[:4] == [{"player_2"}, {"player_1"}, {"player_2"}, {"player_1"}]
-    fixed = plan_multiagent(compose([*TICTACTOE, "multiagent=random", "multiagent.alternate_seats=false", *TINY_DQN]))
+    fixed = plan_multiagent(compose([*TICTACTOE, "multiagent=fixed_opponent", "multiagent.alternate_seats=false", *TINY_DQN]))
     assert fixed.seats == ()
 
 

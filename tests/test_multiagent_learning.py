@@ -22,7 +22,7 @@ RUN = ["verbose=0", "checkpoint_freq=0", "test_episodes=100", "hardware.torch_th
 SPREAD = ["env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "algo=ppo"]
 SPREAD_BUDGET = ["total_timesteps=60000", "algo.n_steps=1024", "algo.batch_size=256", "algo.ent_coef=0.01"]
 TICTACTOE_DQN = [
-    "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random", "algo=dqn",
+    "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=fixed_opponent", "algo=dqn",
     "total_timesteps=100000", "algo.learning_starts=1000", "algo.buffer_size=100000", "algo.learning_rate=0.0005",
     "algo.target_update_interval=1000", "algo.exploration_fraction=0.2", "algo.batch_size=64",
     "+algo.policy_kwargs.net_arch=[128,128]",
@@ -46,7 +46,7 @@ def test_independent_ppo_beats_random_on_simple_spread(compose: Compose, tmp_pat
 
 @pytest.mark.slow
 def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path) -> None:
-    """One DQN agent trained with alternating seats (``multiagent=random``, 100k actions), then 200 games from each
+    """One DQN agent trained with alternating seats (``multiagent=fixed_opponent``, 100k actions), then 200 games from each
     seat against a uniformly random player in a plain PettingZoo AEC loop: at least 90 % wins + draws from each."""
     from pettingzoo.classic import tictactoe_v3
 

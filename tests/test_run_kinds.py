@@ -28,7 +28,7 @@ from rlzoo.replay.loading import load_run  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 
 TINY = ["verbose=0", "logger.formats=[csv]", "test_episodes=2", "checkpoint_freq=0", "hardware.torch_threads=1"]
-TICTACTOE = ["algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random",
+TICTACTOE = ["algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=fixed_opponent",
              "algo.learning_starts=20", "algo.buffer_size=500", "algo.batch_size=16",
              "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=60"]  # fmt: skip
 CARTPOLE = ["algo=ppo", "env=CartPole", "algo.n_steps=32", "algo.batch_size=32", "algo.n_epochs=1",

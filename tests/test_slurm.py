@@ -263,7 +263,7 @@ def test_signalled_multiagent_job_is_requeued_and_resumes_every_learner(
     pytest.importorskip("pettingzoo", reason="the [multiagent] extra: pip install -e '.[multiagent]'")
     total = 40_000
     overrides = [
-        "algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random", "seed=0",
+        "algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=fixed_opponent", "seed=0",
         "algo.learning_starts=200", "algo.buffer_size=5000", "+algo.policy_kwargs.net_arch=[16]",
         "test_episodes=2", "logger.formats=[csv]", "verbose=0",
     ]  # fmt: skip

@@ -222,7 +222,7 @@ def load_multiagent(
     turn it is.
 
     :param seats: the agent ids the trained agents act for (None: the ids they trained as). With one trained agent
-        (``multiagent=random``) its model takes every seat named: ``seats=["player_2"]`` plays second; with
+        (``multiagent=fixed_opponent``) its model takes every seat named: ``seats=["player_2"]`` plays second; with
         ``multiagent=independent`` each id's own model acts, with ``shared`` the shared model.
     :param opponent: who acts for the other ids: ``"training"`` (the opponent the run trained against), ``"random"``
         (a random legal action), a multi-agent run dir (its trained agent), a :class:`Multiagent`, or None (no one: a

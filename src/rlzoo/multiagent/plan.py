@@ -76,7 +76,7 @@ def plan_multiagent(
     values, settings, factory = prologue.values, prologue.settings, prologue.factory
     layout_values, env_values = values.get("multiagent"), values["env"]
     if layout_values is None:
-        raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or random")
+        raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or fixed_opponent")
     layout = parse(LayoutSettings, layout_values, prefix="multiagent.")
     if "api" not in env_values:
         raise ConfigError(
