@@ -76,7 +76,7 @@ def test_state_from_parallel_reads_every_agent() -> None:
     [
         ("independent", TINY_PPO, {"short", "long"}),
         ("shared", TINY_DQN, {"shared"}),
-        ("random", TINY_DQN, {"short"}),
+        ("fixed_opponent", TINY_DQN, {"short"}),
     ],
 )
 def test_every_layout_trains_on_an_env_whose_agents_leave(
@@ -113,7 +113,7 @@ def test_each_learner_closes_only_its_own_transitions(compose: Compose, tmp_path
     assert team.learners.agents["long"].model.num_timesteps == 6 * 5 - 1
 
 
-@pytest.mark.parametrize("layout", ["shared", "random"])
+@pytest.mark.parametrize("layout", ["shared", "fixed_opponent"])
 def test_masks_are_respected_over_1000_steps(compose: Compose, tmp_path: Path, layout: str) -> None:
     cfg = compose([*TICTACTOE, f"multiagent={layout}", *TINY_DQN, *TINY, "algo.exploration_fraction=0.5"], tmp_path)
     plan = plan_multiagent(cfg)
@@ -183,7 +183,8 @@ BAD_INPUTS = [
       "multiagent=independent"], "algorithms that fit: a2c"),
     (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent"], "masked argmax"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3"], "add multiagent=independent"),
-    (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
+    (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent", "multiagent.learner=player_3"],
+     "its agents: player_1, player_2"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "n_envs=2"], "n_envs=1"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "sampled_test=true"],
      "sampled_test=True is not honoured by multi-agent runs"),
@@ -214,12 +215,14 @@ def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: 
 
 
 def test_the_trained_agent_plays_second_in_a_plain_aec_loop(compose: Compose, tmp_path: Path) -> None:
-    """Trained as player_1 (multiagent=fixed_opponent), loaded into player_2's seat against an explicit random opponent: 100
-    games of a plain PettingZoo loop, every player_2 move the model's masked argmax, every outcome counted once."""
+    """Trained as player_1 (multiagent=fixed_opponent), loaded into player_2's seat against an explicit random
+    opponent: 100 games of a plain PettingZoo loop, every player_2 move the model's masked argmax, every outcome
+    counted once."""
     from rlzoo.multiagent.learners import action_scores, masked_argmax
 
     run_dir = tmp_path / "run"
-    metrics = train(compose([*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=200"], run_dir))
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=200"]
+    metrics = train(compose(overrides, run_dir))
     rates = [metrics[f"test/player_1/{o}_rate"] for o in ("win", "draw", "loss")]
     assert sum(rates) == pytest.approx(1.0) and all(0 <= r <= 1 for r in rates)
     from rlzoo.train import console_figures
@@ -292,7 +295,8 @@ def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
     episodes, _ = play(env, team, Budget(episodes=4), seed=0, on_episode=lambda *_: opponent.seats.append(set()))
     assert len(episodes) == 4
     assert opponent.seats[:4] == [{"player_2"}, {"player_1"}, {"player_2"}, {"player_1"}]
-    fixed = plan_multiagent(compose([*TICTACTOE, "multiagent=fixed_opponent", "multiagent.alternate_seats=false", *TINY_DQN]))
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", "multiagent.alternate_seats=false", *TINY_DQN]
+    fixed = plan_multiagent(compose(overrides))
     assert fixed.seats == ()
 
 

@@ -46,8 +46,8 @@ def test_independent_ppo_beats_random_on_simple_spread(compose: Compose, tmp_pat
 
 @pytest.mark.slow
 def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path) -> None:
-    """One DQN agent trained with alternating seats (``multiagent=fixed_opponent``, 100k actions), then 200 games from each
-    seat against a uniformly random player in a plain PettingZoo AEC loop: at least 90 % wins + draws from each."""
+    """One DQN agent trained with alternating seats (``multiagent=fixed_opponent``, 100k actions), then 200 games from
+    each seat against a uniformly random player in a plain PettingZoo AEC loop: at least 90 % wins + draws from each."""
     from pettingzoo.classic import tictactoe_v3
 
     from rlzoo.multiagent.agents import load_multiagent

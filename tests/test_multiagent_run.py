@@ -119,8 +119,8 @@ def test_sigusr2_checkpoints_a_multiagent_run_that_resumes_its_seat_rotation(com
     from rlzoo.training.context import RunContext
 
     run = RunDir(tmp_path / "run")
-    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *QUIET, "total_timesteps=3000", "checkpoint_freq=100000",
-                 "test_episodes=2"]  # fmt: skip
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *QUIET, "total_timesteps=3000",
+                 "checkpoint_freq=100000", "test_episodes=2"]  # fmt: skip
     command = [sys.executable, "-m", "rlzoo.train", *overrides, f"run_dir={run.path}",
                f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
