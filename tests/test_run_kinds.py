@@ -22,6 +22,7 @@ from rlzoo.training.kind import KindEntry, Replayed, ReplayRequest, kind_of_run,
 require_extra("pettingzoo", "multiagent")
 
 from rlzoo.agents import TestAgent, load_agent  # noqa: E402
+from rlzoo.collect import AgentPolicy  # noqa: E402
 from rlzoo.enjoy import EnjoySettings, enjoy  # noqa: E402
 from rlzoo.multiagent.agents import TestMultiagent  # noqa: E402
 from rlzoo.replay.loading import load_run  # noqa: E402
@@ -103,6 +104,8 @@ def test_a_multi_agent_run_loads_and_replays_through_its_kind(compose: Compose, 
         load_run(run_dir)
     with pytest.raises(ConfigError, match="final models only"):
         load_agent(run_dir, checkpoint=60)
+    with pytest.raises(ConfigError, match="is not a single-agent run"):
+        AgentPolicy(str(run_dir)).load()
     with pytest.raises(ConfigError, match="final models only"):
         enjoy(EnjoySettings(run=str(run_dir), plot=("trajectory",)), log=lambda _: None)
     assert not (run_dir / "enjoy").exists()  # a refused replay writes nothing
