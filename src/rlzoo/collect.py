@@ -65,9 +65,7 @@ class AgentPolicy:
 
             agent = load_agent(self.run, self.checkpoint, deterministic=self.deterministic, trusted=self.trusted)
             if not isinstance(agent, TestAgent):
-                raise ConfigError(
-                    f"collect_policy.run={self.run} is a multi-agent run; collect with a single-agent run"
-                )
+                raise ConfigError(f"collect_policy.run={self.run} is not a single-agent run: collect with one agent's")
             if agent.representation.name != "ground_truth":
                 raise ConfigError(
                     f"collect_policy.run={self.run} was trained on srl_model={agent.representation.name}; "
