@@ -1,7 +1,8 @@
 """Slurm's warning before a time limit or preemption (``#SBATCH --signal=USR2@<s>``), for every kind of run: the run
-context arms :class:`RequeueSignal` while a run that keeps checkpoints learns; the kind's learning, at its next step,
-saves a checkpoint and hands the signal on to the handler that was there (Submitit's, which requeues the job; without
-one, the default: the process ends). The requeued job resumes from that checkpoint in the same run dir."""
+context arms :class:`RequeueSignal` while a run that keeps checkpoints learns (from the claim of its run dir to the
+end of learning); the kind's learning, at its next step, saves a checkpoint and hands the signal on to the handler
+that was there (Submitit's, which requeues the job; without one, the default: the process ends). The requeued job
+resumes from that checkpoint in the same run dir."""
 
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ class RequeueSignal:
     def _note(self, signum: int, frame: Any) -> None:
         self.received = True
 
+    def learning_ended(self) -> None:
+        """Give SIGUSR2 back to the handler that was there (saving and testing run without this one); a signal that
+        came after the learning's last step is handed on."""
+        if self.received:
+            self.hand_on()
+        self.disarm()
+
     def disarm(self) -> None:
         """Give SIGUSR2 back to the handler that was there."""
         if self._previous is not None:
@@ -39,6 +47,7 @@ class RequeueSignal:
     def hand_on(self) -> None:
         """Disarm and send SIGUSR2 again, now to the handler that was there (Submitit's requeues the job and exits)."""
         self.disarm()
+        self.received = False
         try:
             os.kill(os.getpid(), signal.SIGUSR2)
         except service_errors() as error:  # Submitit's exit for a requeue met W&B's killed service in its exit hook

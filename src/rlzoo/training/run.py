@@ -31,6 +31,7 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         learning = kind.build(plan, context)
         context.claim(learning)  # the run dir exists from here on
         evaluated = learning.learn(context.clock)
+        context.requeue.learning_ended()  # Slurm's warning: back to the handler that was there
         metrics = {"train/timesteps": float(learning.timesteps), "time/train_seconds": context.seconds(), **evaluated}
         learning.save()
         metrics |= learning.test()
