@@ -10,10 +10,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
 from rlzoo.errors import ConfigError
 from rlzoo.multiagent.pettingzoo_envs import AgentSpaces
+from rlzoo.registry import Registered
 from rlzoo.rundir import RunDir
 
 # Every layout by its name (multiagent.layout), filled by Layout's subclasses as they are defined.
@@ -45,16 +45,9 @@ class LayoutSettings:
             raise ConfigError(f"multiagent.opponent={opponent!r} is neither 'random' nor a run dir (no config.yaml)")
 
 
-class Layout(ABC):
+class Layout(Registered, ABC, registry=LAYOUTS):
     """One layout: subclass it with a ``name`` and say which keys learn in which learner (:meth:`learners`) and
     the seats a learner takes in turn (:meth:`seats`); the subclass is registered in :data:`LAYOUTS` by its name."""
-
-    name: ClassVar[str]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            LAYOUTS[cls.name] = cls
 
     def __init__(self, settings: LayoutSettings) -> None:
         self.settings = settings

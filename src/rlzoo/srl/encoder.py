@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,6 +31,7 @@ from torch import nn
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.precision import resolve_precision, set_precision
+from rlzoo.registry import Registered
 from rlzoo.srl.dataset import LATEST, SEARCH_DIRS, newest
 from rlzoo.srl.networks import ImageEncoder, PCAEncoder, images_to_tensor
 
@@ -78,16 +79,12 @@ class Encoder:
         return states.cpu().numpy().astype(np.float32)
 
 
-class EncoderFormat(ABC):
+FORMATS: dict[str, type[EncoderFormat]] = {}
+
+
+class EncoderFormat(Registered, ABC, registry=FORMATS):
     """How an encoder's module is written to and read from its folder; a subclass with a ``name`` (recorded as
     ``kind`` in ``encoder.json``, named by an encoder kind's ``format``) is registered in :data:`FORMATS`."""
-
-    name: ClassVar[str]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            FORMATS[cls.name] = cls
 
     @staticmethod
     @abstractmethod
@@ -98,9 +95,6 @@ class EncoderFormat(ABC):
     @abstractmethod
     def load(folder: Path, metadata: dict[str, Any]) -> nn.Module:
         """The module of the encoder in ``folder``, whose ``encoder.json`` says ``metadata``."""
-
-
-FORMATS: dict[str, type[EncoderFormat]] = {}
 
 
 class CNNFormat(EncoderFormat):

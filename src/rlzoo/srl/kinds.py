@@ -20,6 +20,7 @@ from torch import nn
 
 from rlzoo.config import instantiate
 from rlzoo.errors import ConfigError
+from rlzoo.registry import Registered
 from rlzoo.srl.dataset import Dataset
 from rlzoo.srl.encoder import CNNFormat, EncoderFormat, PCAFormat
 from rlzoo.srl.losses import LossContext, SRLLoss
@@ -46,24 +47,18 @@ class EncoderData:
     run_dir: Path
 
 
-class EncoderKind(ABC):
+class EncoderKind(Registered, ABC, registry=ENCODER_KINDS):
     """One kind of encoder: subclass it with a ``name`` and the recipe ``keys`` it reads (beyond name, kind and
     state_dim), and :meth:`make` its module; the subclass is registered in :data:`ENCODER_KINDS` by its name.
 
     :param recipe: the method's recipe (``rlzoo.srl.train.Recipe``: state_dim, network, losses, training).
     """
 
-    name: ClassVar[str]
     keys: ClassVar[frozenset[str]] = frozenset()
     images: ClassVar[bool] = True  # reads images through an ImageEncoder (its image size is checked)
     whitens: ClassVar[bool] = True  # its states may be whitened (folded into an ImageEncoder's last layer)
     trained: ClassVar[bool] = True  # learns from the dataset (recorded in encoder.json)
     format: ClassVar[type[EncoderFormat]] = CNNFormat  # how its encoders are saved and loaded
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            ENCODER_KINDS[cls.name] = cls
 
     def __init__(self, recipe: Any) -> None:
         self.recipe = recipe
