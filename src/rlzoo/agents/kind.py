@@ -7,19 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from omegaconf import DictConfig
 
 from rlzoo.agents.loaded_agent import TestAgent
-from rlzoo.replay.loading import Episode, LoadedRun, load_run, run_episodes
-from rlzoo.replay.plots import plot_actions, plot_trajectories
 from rlzoo.rundir import RunDir
 from rlzoo.training.kind import RUN_KEYS, SINGLE_AGENT, Replayed, ReplayRequest, Resources
 from rlzoo.training.plan import RunPlan, plan_run
 from rlzoo.training.run import run
 from rlzoo.training.single_agent import CallbackFactory, SingleAgentLearning, build_single_agent
+
+if TYPE_CHECKING:
+    from rlzoo.replay.loading import Episode, LoadedRun
 
 TRAJECTORY, ACTION_PROBABILITIES = "trajectory", "action_probabilities"
 
@@ -47,6 +48,8 @@ class SingleAgent:
     def load(
         self, run: RunDir, checkpoint: int | str | None, *, deterministic: bool, trusted: bool, allow: Sequence[str]
     ) -> TestAgent:
+        from rlzoo.replay.loading import load_run  # a run that loads, not one that trains
+
         loaded = load_run(run.path, checkpoint, trusted=trusted, allow=allow)
         stack = loaded.spec.options.frame_stack
         return TestAgent(
@@ -59,6 +62,8 @@ class SingleAgent:
     def replay(self, run: RunDir, request: ReplayRequest) -> Replayed:
         """The episodes played by the run's model (on ``test_envs`` envs at once when nothing but returns is
         recorded), with the figures ``request.plots`` names."""
+        from rlzoo.replay.loading import load_run, run_episodes
+
         loaded = load_run(run.path, request.checkpoint, trusted=request.trusted, allow=request.allow)
         episodes = run_episodes(
             loaded, request.episodes, deterministic=request.deterministic, seed=request.seed, frames=request.frames,
@@ -88,6 +93,8 @@ def _summary(loaded: LoadedRun, request: ReplayRequest, returns: list[float], le
 def _figures(loaded: LoadedRun, episodes: list[Episode], request: ReplayRequest) -> list[Path]:
     if not request.plots or request.out is None:
         return []
+    from rlzoo.replay.plots import plot_actions, plot_trajectories  # matplotlib: imported where figures are drawn
+
     request.out.mkdir(exist_ok=True)
     stem, files = f"{loaded.label}{request.suffix}", []
     if TRAJECTORY in request.plots:

@@ -15,7 +15,6 @@ from typing import Any, overload
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -259,6 +258,8 @@ class OffPolicyAgent(TrainingAgent):
 
 def training_agent(model: BaseAlgorithm, held: HeldVecEnv, train_steps: int) -> TrainingAgent:
     """The training agent for ``model``'s kind of algorithm."""
+    from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy  # sb3-contrib: where agents train
+
     name = type(model).__name__
     if isinstance(model, OnPolicyAlgorithm):
         if isinstance(model.policy, RecurrentActorCriticPolicy):
