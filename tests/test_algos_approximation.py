@@ -122,13 +122,14 @@ class MyDQN(ApproximationShell, OffPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": QPolicy}
     approximations = ("q",)
+    supported_action_spaces = (spaces.Discrete,)
     policy: QPolicy
 
     def __init__(self, policy: str, env: Any, learning_rate: float = 1e-3, target_update_interval: int = 100,
                  seed: int | None = None, device: str = "auto", _init_setup_model: bool = True) -> None:  # fmt: skip
         super().__init__(
             policy, env, learning_rate, buffer_size=10_000, learning_starts=100, batch_size=32,
-            seed=seed, device=device, sde_support=False, supported_action_spaces=(spaces.Discrete,),
+            seed=seed, device=device, sde_support=False, supported_action_spaces=self.supported_action_spaces,
         )  # fmt: skip
         self.target_update_interval = target_update_interval
         if _init_setup_model:

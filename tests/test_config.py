@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import gymnasium as gym
@@ -10,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import Compose
-from rlzoo.algos.factory import build_algorithm_factory, supported_action_spaces
+from rlzoo.algos.factory import algorithm_classes, build_algorithm_factory, supported_action_spaces
 from rlzoo.config import CONFIG_DIR
 from rlzoo.training.settings import RunSettings
 
@@ -77,14 +78,55 @@ def test_algo_defaults_are_sb3_defaults(algo: str, compose: Compose) -> None:
         assert value == ({} if default is None and key == "policy_kwargs" else default), key
 
 
-def test_supported_action_spaces_read_from_constructors() -> None:
+def _constructor_spaces(algo_class: type) -> tuple[type, ...] | None:
+    """What ``algo_class``'s constructor passes to ``BaseAlgorithm.__init__`` as ``supported_action_spaces``."""
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    class Recorded(Exception):
+        pass
+
+    recorded: dict[str, Any] = {}
+
+    def probe(self: Any, *args: Any, **kwargs: Any) -> None:
+        recorded["spaces"] = kwargs.get("supported_action_spaces")
+        raise Recorded
+
+    with mock.patch.object(BaseAlgorithm, "__init__", probe), pytest.raises(Recorded):
+        algo_class(policy=next(iter(algo_class.policy_aliases), "MlpPolicy"), env=None)
+    found = recorded["spaces"]
+    return None if found is None else tuple(found)
+
+
+def test_supported_action_spaces_agree_with_every_constructor() -> None:
+    """The class attribute or the table of other libraries' algorithms says what each constructor passes to SB3: an
+    SB3 release that changes one fails here, naming the algorithm."""
     from sb3_contrib import QRDQN
     from stable_baselines3 import DQN, PPO, SAC
 
+    classes = {**algorithm_classes(), "sb3 dqn": DQN, "sb3 ppo": PPO, "sb3 sac": SAC, "qrdqn": QRDQN}
+    differ = {
+        name: (supported_action_spaces(cls), constructor)
+        for name, cls in classes.items()
+        if set(supported_action_spaces(cls) or ()) != set(constructor := _constructor_spaces(cls) or ())
+    }
+    assert differ == {}, "supported_action_spaces (class or LIBRARY_ACTION_SPACES) differ from the constructors"
     assert supported_action_spaces(DQN) == (gym.spaces.Discrete,)
-    assert supported_action_spaces(QRDQN) == (gym.spaces.Discrete,)
-    assert gym.spaces.Box in supported_action_spaces(SAC)  # type: ignore[operator]
-    assert {gym.spaces.Box, gym.spaces.Discrete} <= set(supported_action_spaces(PPO) or ())
+
+
+def test_action_spaces_come_from_the_class_without_running_it() -> None:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    class Unknown(BaseAlgorithm):  # no attribute and not in the table: any action space
+        pass
+
+    class Boxes(Unknown):
+        supported_action_spaces = (gym.spaces.Box,)
+
+    class Nearer(Boxes):  # inherits the nearest statement
+        pass
+
+    assert supported_action_spaces(Unknown) is None
+    assert supported_action_spaces(Nearer) == (gym.spaces.Box,)
 
 
 def test_run_keys_are_typed(compose: Compose, tmp_path: Path) -> None:

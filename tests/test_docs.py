@@ -182,3 +182,26 @@ def test_cheap_documented_training_commands_train(
     overrides = [*filled(documented.arguments, fixture_run, user_config), *tiny, *episodes]
     metrics = train(compose_config(overrides, run_dir=tmp_path / "run"))
     assert metrics["test/episodes"] == 1
+
+
+def test_the_readme_lists_every_option_of_every_config_group() -> None:
+    """README's config-group table has a row for each group of ``conf/train.yaml``'s defaults, and each row names
+    every option file of its group (a new option that the table misses fails here)."""
+    from omegaconf import OmegaConf
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## Config groups") :].split("\n\n")[2]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[cells[0].strip("`")] = set(re.findall(r"[\w.]+", cells[1]))
+    defaults = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "train.yaml").defaults)
+    assert isinstance(defaults, list)
+    groups = {next(iter(entry)).removeprefix("optional ") for entry in defaults if isinstance(entry, dict)}
+    assert len(groups) == 8, groups
+    assert groups <= set(rows), f"groups without a row: {sorted(groups - set(rows))}"
+    missing = {
+        group: sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml") if path.stem not in rows[group])
+        for group in groups
+    }
+    assert {group: names for group, names in missing.items() if names} == {}

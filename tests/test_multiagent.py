@@ -21,6 +21,8 @@ from rlzoo.errors import ConfigError  # noqa: E402
 from rlzoo.multiagent.agents import RandomMultiagent, load_multiagent  # noqa: E402
 from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
 from rlzoo.multiagent.kind import build_team  # noqa: E402
+from rlzoo.multiagent.layouts import Layout  # noqa: E402
+from rlzoo.multiagent.pettingzoo_envs import AgentSpaces  # noqa: E402
 from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
 from rlzoo.multiagent.state import MultiagentState  # noqa: E402
 from rlzoo.train import train  # noqa: E402
@@ -74,7 +76,7 @@ def test_state_from_parallel_reads_every_agent() -> None:
     [
         ("independent", TINY_PPO, {"short", "long"}),
         ("shared", TINY_DQN, {"shared"}),
-        ("random", TINY_DQN, {"short"}),
+        ("fixed_opponent", TINY_DQN, {"short"}),
     ],
 )
 def test_every_layout_trains_on_an_env_whose_agents_leave(
@@ -111,7 +113,7 @@ def test_each_learner_closes_only_its_own_transitions(compose: Compose, tmp_path
     assert team.learners.agents["long"].model.num_timesteps == 6 * 5 - 1
 
 
-@pytest.mark.parametrize("layout", ["shared", "random"])
+@pytest.mark.parametrize("layout", ["shared", "fixed_opponent"])
 def test_masks_are_respected_over_1000_steps(compose: Compose, tmp_path: Path, layout: str) -> None:
     cfg = compose([*TICTACTOE, f"multiagent={layout}", *TINY_DQN, *TINY, "algo.exploration_fraction=0.5"], tmp_path)
     plan = plan_multiagent(cfg)
@@ -162,7 +164,7 @@ def test_fixed_opponent_from_a_saved_run(compose: Compose, tmp_path: Path) -> No
     first = tmp_path / "first"
     train(compose([*TICTACTOE, "multiagent=independent", *TINY_DQN, *TINY, "total_timesteps=100"], first))
     second = tmp_path / "second"
-    overrides = ["multiagent=random", "multiagent.learner=player_2", f"multiagent.opponent={first}"]
+    overrides = ["multiagent=fixed_opponent", "multiagent.learner=player_2", f"multiagent.opponent={first}"]
     metrics = train(compose([*TICTACTOE, *overrides, *TINY_DQN, *TINY, "total_timesteps=100"], second))
     assert {p.name for p in (second / "models").iterdir()} == {"player_2"}
     assert metrics["test/episodes"] == 3
@@ -179,9 +181,10 @@ BAD_INPUTS = [
      "use multiagent=independent"),
     (["algo=dqn", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "+env.continuous_actions=true",
       "multiagent=independent"], "algorithms that fit: a2c"),
-    (["algo=ppo", *TICTACTOE, "multiagent=random"], "masked argmax"),
+    (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent"], "masked argmax"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3"], "add multiagent=independent"),
-    (["algo=ppo", *TICTACTOE, "multiagent=random", "multiagent.learner=player_3"], "its agents: player_1, player_2"),
+    (["algo=ppo", *TICTACTOE, "multiagent=fixed_opponent", "multiagent.learner=player_3"],
+     "its agents: player_1, player_2"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "n_envs=2"], "n_envs=1"),
     (["algo=ppo", "env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "sampled_test=true"],
      "sampled_test=True is not honoured by multi-agent runs"),
@@ -203,7 +206,7 @@ def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: 
     from rlzoo.enjoy import EnjoySettings, enjoy
 
     run_dir = tmp_path / "run"
-    train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=60"], run_dir))
+    train(compose([*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=60"], run_dir))
     replay = enjoy(EnjoySettings(run=str(run_dir), n_episodes=2, video=True), log=lambda _: None)
     assert len(replay.returns) == 2 and all(5 <= n <= 9 for n in replay.lengths)
     table = (run_dir / "enjoy" / "final_returns.csv").read_text().splitlines()
@@ -212,12 +215,14 @@ def test_enjoy_replays_and_records_a_multiagent_run(compose: Compose, tmp_path: 
 
 
 def test_the_trained_agent_plays_second_in_a_plain_aec_loop(compose: Compose, tmp_path: Path) -> None:
-    """Trained as player_1 (multiagent=random), loaded into player_2's seat against an explicit random opponent: 100
-    games of a plain PettingZoo loop, every player_2 move the model's masked argmax, every outcome counted once."""
+    """Trained as player_1 (multiagent=fixed_opponent), loaded into player_2's seat against an explicit random
+    opponent: 100 games of a plain PettingZoo loop, every player_2 move the model's masked argmax, every outcome
+    counted once."""
     from rlzoo.multiagent.learners import action_scores, masked_argmax
 
     run_dir = tmp_path / "run"
-    metrics = train(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=200"], run_dir))
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=200"]
+    metrics = train(compose(overrides, run_dir))
     rates = [metrics[f"test/player_1/{o}_rate"] for o in ("win", "draw", "loss")]
     assert sum(rates) == pytest.approx(1.0) and all(0 <= r <= 1 for r in rates)
     from rlzoo.train import console_figures
@@ -279,9 +284,9 @@ class SeatLog:
 
 
 def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
-    """``multiagent=random`` (``alternate_seats: true``): the one learner plays player_1 in even episodes and
+    """``multiagent=fixed_opponent`` (``alternate_seats: true``): the one learner plays player_1 in even episodes and
     player_2 in odd ones; the random opponent plays the other seat."""
-    plan = plan_multiagent(compose([*TICTACTOE, "multiagent=random", *TINY_DQN, *TINY, "total_timesteps=60"]))
+    plan = plan_multiagent(compose([*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=60"]))
     assert plan.seats == ("player_1", "player_2")
     team = build_team(plan)
     opponent = SeatLog(team.opponent)
@@ -290,5 +295,26 @@ def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
     episodes, _ = play(env, team, Budget(episodes=4), seed=0, on_episode=lambda *_: opponent.seats.append(set()))
     assert len(episodes) == 4
     assert opponent.seats[:4] == [{"player_2"}, {"player_1"}, {"player_2"}, {"player_1"}]
-    fixed = plan_multiagent(compose([*TICTACTOE, "multiagent=random", "multiagent.alternate_seats=false", *TINY_DQN]))
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", "multiagent.alternate_seats=false", *TINY_DQN]
+    fixed = plan_multiagent(compose(overrides))
     assert fixed.seats == ()
+
+
+class LastLearns(Layout):
+    """A layout defined here: the env's last agent learns, the others play the random opponent."""
+
+    name = "last_learns"
+
+    def learners(self, agents: dict[str, AgentSpaces]) -> dict[str, tuple[str, ...]]:
+        last = list(agents)[-1]
+        return {last: (last,)}
+
+
+def test_a_layout_defined_in_a_test_trains(compose: Compose, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    overrides = [*TICTACTOE, "multiagent=independent", "multiagent.layout=last_learns", *TINY_DQN, *TINY]
+    metrics = train(compose([*overrides, "total_timesteps=60"], run_dir))
+    assert {p.name for p in (run_dir / "models").iterdir()} == {"player_2"}
+    assert metrics["test/episodes"] == 3 and "test/player_2/win_rate" in metrics
+    with pytest.raises(ConfigError, match=r"multiagent\.layout='nowhere' is not a layout; allowed: independent"):
+        train(compose([*TICTACTOE, "multiagent=independent", "multiagent.layout=nowhere", *TINY_DQN, *TINY]))

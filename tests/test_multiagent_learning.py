@@ -24,7 +24,7 @@ RUN = ["verbose=0", "checkpoint_freq=0", "test_episodes=100", "hardware.torch_th
 SPREAD = ["env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "algo=ppo"]
 SPREAD_BUDGET = ["total_timesteps=60000", "algo.n_steps=1024", "algo.batch_size=256", "algo.ent_coef=0.01"]
 # The documented command (docs/multiagent.md); its settings are the algo_env pair conf/algo_env/dqn_pettingzoo.yaml.
-TICTACTOE_DQN = ["algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random"]
+TICTACTOE_DQN = ["algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=fixed_opponent"]
 
 
 @pytest.mark.slow
@@ -45,9 +45,9 @@ def test_independent_ppo_beats_random_on_simple_spread(compose: Compose, tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path, seed: int) -> None:
-    """The documented command (``multiagent=random``, alternating seats, the ``dqn_pettingzoo`` pair), then 200 games
-    from each seat against a uniformly random legal player in a plain PettingZoo AEC loop: at least 90 % wins + draws
-    from each seat."""
+    """The documented command (``multiagent=fixed_opponent``, alternating seats, the ``dqn_pettingzoo`` pair), then
+    200 games from each seat against a uniformly random legal player in a plain PettingZoo AEC loop: at least 90 % wins
+    + draws from each seat."""
     from pettingzoo.classic import tictactoe_v3
 
     from rlzoo.multiagent.agents import load_multiagent

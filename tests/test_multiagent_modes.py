@@ -45,7 +45,7 @@ def test_sampled_test_actions_differ_from_greedy_ones_on_tictactoe(compose: Comp
     tables = {}
     for mode in ("true", "false"):
         run_dir = tmp_path / mode
-        overrides = [*TICTACTOE, "multiagent=random", *TINY_DQN, *QUIET, "verbose=0", "test_episodes=40"]
+        overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *QUIET, "verbose=0", "test_episodes=40"]
         train(compose([*overrides, "total_timesteps=200", f"deterministic_test={mode}"], run_dir))
         tables[mode] = (run_dir / "test_returns_agents.csv").read_text()
     assert tables["true"].splitlines()[0] == tables["false"].splitlines()[0] == "episode,player_1,player_2"
@@ -58,7 +58,7 @@ def test_sampled_test_actions_are_legal_and_follow_the_exploration_rate(
 ) -> None:
     """Sampled actions stay legal; with ε = 0 they are the greedy ones, with ε = 1 random legal moves (which differ
     from the greedy move in most positions)."""
-    overrides = [*TICTACTOE, "multiagent=random", *TINY_DQN, *QUIET, f"algo.exploration_final_eps={epsilon}"]
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *QUIET, f"algo.exploration_final_eps={epsilon}"]
     team = build_team(plan_multiagent(compose(overrides)))
     greedy, sampled = team.test_agent(), team.test_agent(deterministic=False, seed=1)
     env = plan_multiagent(compose(overrides)).spec.make()

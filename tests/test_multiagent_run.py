@@ -109,3 +109,38 @@ def _event_steps(run: RunDir) -> list[int]:
         events += [e for e in LegacyEventFileLoader(str(path)).Load() if e.HasField("summary")]
     events.sort(key=lambda event: event.wall_time)
     return [event.step for event in events]
+
+
+def test_sigusr2_checkpoints_a_multiagent_run_that_resumes_its_seat_rotation(compose: Compose, tmp_path: Path) -> None:
+    """SIGUSR2 (Slurm's warning) saves every learner's checkpoint at the current step, with the seat rotation's
+    episode, before the previous handler (here the default: the process ends) takes over; the resumed run's learner
+    takes the seat it had reached, and the curve goes on."""
+    from rlzoo.multiagent.kind import MultiAgent
+    from rlzoo.training.context import RunContext
+
+    run = RunDir(tmp_path / "run")
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *QUIET, "total_timesteps=3000",
+                 "checkpoint_freq=100000", "test_episodes=2"]  # fmt: skip
+    command = [sys.executable, "-m", "rlzoo.train", *overrides, f"run_dir={run.path}",
+               f"hydra.run.dir={tmp_path / 'hydra'}"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(run.returns100.read_text().splitlines() if run.returns100.is_file() else []) < 2:
+        assert time.monotonic() < deadline and process.poll() is None, "no returns100 row within 60 s"
+        time.sleep(0.05)  # a row: 100 episodes played, so the seat rotation moved on
+    process.send_signal(signal.SIGUSR2)
+    assert process.wait(timeout=60) == -signal.SIGUSR2
+    (checkpoint,) = run.checkpoints()  # saved on the signal, not by the interval
+    signalled_at = int(checkpoint.name)
+    state = json.loads((checkpoint / "state.json").read_text())["kind"]
+    assert 0 < signalled_at < 3000 and state["seat_episode"] >= 100
+    assert DQN.load(run.learner_model("player_1", signalled_at)).num_timesteps == state["key_steps"]["player_1"]
+
+    resume = compose([f"resume={run.path}"])
+    plan = MultiAgent().plan(resume, [])
+    with RunContext(plan) as context:
+        assert MultiAgent().build(plan, context).team.rotation.episode == state["seat_episode"]  # type: ignore[union-attr]
+    metrics = train(resume)
+    assert metrics["train/timesteps"] == 3000 and run.resumes() == [signalled_at]
+    frames = [int(line.split(",")[0]) for line in run.returns100.read_text().splitlines()[1:]]
+    assert frames == sorted(frames) and len(set(frames)) == len(frames) and frames[-1] == 3000

@@ -21,7 +21,10 @@ ORDINAL = (
 )
 NARRATION = re.compile(
     rf"\bsessions? \d+|\b(?:attempt|try) #?\d+|\brun #\d+|\b(?:{ORDINAL})\b(?: [\w-]+)? (?:run|attempt|session)s?\b|"
-    r"\b(?:since|before|until|earlier in|after) issue \d+",
+    r"\b(?:since|before|until|earlier in|after) issue \d+|"
+    # rounds of measurement, code and goals of the past: the present states the current figure, git keeps the rest
+    r"\bearlier (?:code|rounds?|sessions?|measurements?)\b|\bthe (?:session|round) before\b|\btried and left\b|"
+    r"\b(?:the|an) issue set\b|\bbefore, with \d+ rounds\b",
     re.IGNORECASE,
 )
 
@@ -71,3 +74,6 @@ def test_the_patterns_find_what_they_look_for() -> None:
     assert MACHINE_PATH.search("see /work/runs/x") and not MACHINE_PATH.search("pipeline.dir=/tmp/demo")
     assert NARRATION.search("the fourteenth run took") and NARRATION.search("since session 23")
     assert not NARRATION.search("the first run's objects") and not NARRATION.search("a run of 100 steps")
+    assert NARRATION.search("Earlier code took 2 s") and NARRATION.search("## Tried and left")
+    assert NARRATION.search("the goals the issue set") and NARRATION.search("The session before, with 3 rounds")
+    assert not NARRATION.search("an earlier checkpoint") and not NARRATION.search("the issue's settings")

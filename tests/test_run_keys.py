@@ -12,11 +12,11 @@ from omegaconf import OmegaConf
 
 from conftest import Compose
 from extras import require_extra
+from rlzoo.agents.kind import SingleAgent
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
-from rlzoo.train import run_kind, train
-from rlzoo.training.kind import RUN_KEYS, RunKind
-from rlzoo.training.single_agent import SingleAgent
+from rlzoo.train import train
+from rlzoo.training.kind import RUN_KEYS, RunKind, resolve_kind
 
 require_extra("pettingzoo", "multiagent")
 
@@ -90,6 +90,6 @@ def test_only_a_multi_agent_run_enters_the_multiagent_package(
 ) -> None:
     for name in [m for m in sys.modules if m.startswith("rlzoo.multiagent")]:
         monkeypatch.delitem(sys.modules, name)  # put back after the test
-    assert type(run_kind(compose(["algo=ppo", "env=CartPole"]))) is SingleAgent
+    assert type(resolve_kind(compose(["algo=ppo", "env=CartPole"]))) is SingleAgent
     assert [m for m in sys.modules if m.startswith("rlzoo.multiagent")] == []
-    assert type(run_kind(compose(KINDS["multi-agent"][1]))).__name__ == "MultiAgent"
+    assert type(resolve_kind(compose(KINDS["multi-agent"][1]))).__name__ == "MultiAgent"

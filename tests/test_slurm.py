@@ -198,34 +198,19 @@ def _submitit_log(sweep_dir: Path, job_id: str) -> str:
     return "".join(path.read_text() for path in sorted((sweep_dir / ".submitit" / job_id).glob("*_log.*")))
 
 
-def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sweep_dir: Path, tmp_path: Path) -> None:
-    total = 40_000
+def _signal_and_requeue(sweep_dir: Path, tmp_path: Path, total: int, overrides: list[str]) -> RunDir:
+    """Launch a one-job sweep of ``overrides``, send its job USR2 once the run has a checkpoint and wait for the
+    requeued job to finish; return the run (resumed once, from the checkpoint saved on the signal or a later one)."""
     run = RunDir(sweep_dir / "0")
     log = tmp_path / "sweep.log"  # a file, not a pipe: nothing reads the launcher's output until it ends
     with log.open("wb") as out:  # the child keeps its own copy of the file
-        process = subprocess.Popen(
-            _sweep_command(
-                sweep_dir,
-                "algo=ppo",
-                "env=CartPole",  # rl-zoo3's tuned pair: 8 envs, 256 steps per rollout
-                "seed=0",
-                f"total_timesteps={total}",
-                "checkpoint_freq=2000",
-                "+algo.policy_kwargs.net_arch=[16]",
-                "test_episodes=2",
-                "logger.formats=[csv]",
-                "logger=wandb",  # offline: the requeued job must continue the same W&B run
-                "verbose=0",
-            ),
-            cwd=tmp_path,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        command = _sweep_command(sweep_dir, *overrides, f"total_timesteps={total}", "checkpoint_freq=2000")
+        process = subprocess.Popen(command, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_for("the first checkpoint", lambda: bool(run.checkpoints()), process, log)
         (job_id,) = _job_ids(sweep_dir)
         assert not run.is_finished(), f"the job finished before it could be signalled; raise total_timesteps={total}"
-        signalled_at = _num_timesteps(run.checkpoints()[-1] / "model.zip")
+        signalled_at = int(run.checkpoints()[-1].name)
         subprocess.run(["scancel", "--signal=USR2", job_id], check=True, timeout=30)
         process.wait(timeout=180)
     finally:
@@ -233,17 +218,33 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
             process.kill()
             process.wait()
     assert process.returncode == 0, log.read_text()[-3000:]
-
     job_log = _submitit_log(sweep_dir, job_id)
     assert "Caught signal SIGUSR2" in job_log and "Requeued job" in job_log, job_log[-3000:]
     assert run.is_finished()
     resumed_from = run.resumes()
     assert len(resumed_from) == 1 and resumed_from[0] >= signalled_at, resumed_from
-    assert _num_timesteps(run.model) >= total
-    with run.returns100.open() as stream:
+    return run
+
+
+def _curve_frames(path: Path) -> list[int]:
+    with path.open() as stream:
         frames = [int(row["frame"]) for row in csv.DictReader(stream)]
     assert frames == sorted(frames) and len(set(frames)) == len(frames), frames  # one curve, continued
-    assert frames[-1] > resumed_from[0], frames  # episodes after the resume joined the curve
+    return frames
+
+
+def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sweep_dir: Path, tmp_path: Path) -> None:
+    total = 40_000
+    overrides = [
+        "algo=ppo", "env=CartPole", "seed=0",  # rl-zoo3's tuned pair: 8 envs, 256 steps per rollout
+        "+algo.policy_kwargs.net_arch=[16]", "test_episodes=2", "logger.formats=[csv]",
+        "logger=wandb",  # offline: the requeued job must continue the same W&B run
+        "verbose=0",
+    ]  # fmt: skip
+    run = _signal_and_requeue(sweep_dir, tmp_path, total, overrides)
+    assert _num_timesteps(run.model) >= total
+    frames = _curve_frames(run.returns100)
+    assert frames[-1] > run.resumes()[0], frames  # episodes after the resume joined the curve
     config = run.read_config()
     assert config.seed == 0 and config.total_timesteps == total
     wandb_id = json.loads(run.wandb_state.read_text())["id"]
@@ -251,3 +252,27 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
     assert [f.name for f in files] == [f"run-{wandb_id}.wandb"] * 2, files  # the requeued job reports the same id
     steps = [step for f in files for step in history_steps(f)]
     assert steps == sorted(steps) and len(set(steps)) == len(steps), steps  # one W&B curve, continued
+
+
+def test_signalled_multiagent_job_is_requeued_and_resumes_every_learner(
+    slurm_cluster: None, sweep_dir: Path, tmp_path: Path
+) -> None:
+    """A multi-agent run (one learner taking both seats of tic-tac-toe in turn) requeued on Slurm's warning resumes
+    in the same run dir: its learner from the checkpoint saved on the signal, the seat rotation where it was, every
+    curve continued."""
+    pytest.importorskip("pettingzoo", reason="the [multiagent] extra: pip install -e '.[multiagent]'")
+    total = 40_000
+    overrides = [
+        "algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=fixed_opponent", "seed=0",
+        "algo.learning_starts=200", "algo.buffer_size=5000", "+algo.policy_kwargs.net_arch=[16]",
+        "test_episodes=2", "logger.formats=[csv]", "verbose=0",
+    ]  # fmt: skip
+    run = _signal_and_requeue(sweep_dir, tmp_path, total, overrides)
+    resumed_from = run.resumes()[0]
+    state = json.loads((run.checkpoint(resumed_from) / "state.json").read_text())["kind"]
+    assert state["seat_episode"] > 0 and "player_1" in state["key_steps"]
+    assert json.loads(run.metrics.read_text())["train/timesteps"] == total
+    assert _num_timesteps(run.learner_model("player_1")) > state["key_steps"]["player_1"]  # went on from there
+    for path in [run.returns100, *run.agent_returns100_files().values()]:
+        frames = _curve_frames(path)
+        assert frames[-1] == total and frames[-1] > resumed_from, frames

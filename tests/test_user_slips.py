@@ -26,7 +26,7 @@ QUIET = ["checkpoint_freq=0", "verbose=0", "logger.formats=[csv]"]
     ("arguments", "message"),
     [
         (["multiagent=null"], "multiagent=null: a config group takes one of its options: leave multiagent out (none by "
-         "default) or choose one of independent, random, shared"),
+         "default) or choose one of fixed_opponent, independent, shared"),
         (["hardware=null"], "hardware=null: a config group takes one of its options: choose one of cpu, gpu"),
         (["logger=tensorboard"], "logger=tensorboard is not an option of logger (options: default, visdom, wandb); "
          "TensorBoard events are written with every logger option (logger=default: CSV and TensorBoard)"),
@@ -70,7 +70,7 @@ def test_a_masked_env_suggests_only_algorithms_it_accepts(compose: Compose, tmp_
     require_extra("pettingzoo", "multiagent")
     from rlzoo.multiagent.plan import plan_multiagent
 
-    game = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random"]
+    game = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=fixed_opponent"]
     for refused in ("sac", "ppo", "ddqn"):
         with pytest.raises(ConfigError) as error:
             plan_multiagent(compose([f"algo={refused}", *game]))

@@ -61,9 +61,11 @@ class AgentPolicy:
     def load(self) -> Any:
         """The run's test agent (checked: it acts on ground truth)."""
         if self._loaded is None:
-            from rlzoo.agents import load_agent
+            from rlzoo.agents import TestAgent, load_agent
 
             agent = load_agent(self.run, self.checkpoint, deterministic=self.deterministic, trusted=self.trusted)
+            if not isinstance(agent, TestAgent):
+                raise ConfigError(f"collect_policy.run={self.run} is not a single-agent run: collect with one agent's")
             if agent.representation.name != "ground_truth":
                 raise ConfigError(
                     f"collect_policy.run={self.run} was trained on srl_model={agent.representation.name}; "

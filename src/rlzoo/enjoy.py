@@ -1,7 +1,8 @@
 """``python -m rlzoo.enjoy run=<run dir>``: replay a trained agent, with a video, a trajectory or action plots.
 
-The env, representation and frozen normalisation are rebuilt from the run dir alone
-(:func:`rlzoo.replay.loading.load_run`); videos, plots and per-episode returns are written to ``<run>/enjoy/``.
+The run's kind (:func:`rlzoo.training.kind.kind_of_run`) loads its agent from the run dir alone and replays it (a
+single-agent run: env, representation and frozen normalisation as in its test episodes; a multi-agent run: its test
+multiagent); videos, plots and per-episode returns are written to ``<run>/enjoy/``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -21,11 +21,11 @@ from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
-from rlzoo.replay.loading import LoadedRun, load_run, model_folder, open_run, run_episodes
-from rlzoo.replay.plots import plot_actions, plot_trajectories
+from rlzoo.replay.loading import model_folder
 from rlzoo.replay.video import write_video
 from rlzoo.rundir import FINAL, LATEST, MODEL, RunDir
 from rlzoo.schema import at_least, parse
+from rlzoo.training.kind import ReplayRequest, kind_of_run
 
 PLOTS = ("trajectory", "action_probabilities")
 VIDEO_FORMATS = ("mp4", "gif")
@@ -86,9 +86,14 @@ class EnjoySettings:
 
 def file_stem(label: str, settings: EnjoySettings) -> str:
     """``<label>[_stochastic][_seed<k>]``: a replay in another mode or from another seed keeps its own files."""
+    return label + stem_suffix(settings)
+
+
+def stem_suffix(settings: EnjoySettings) -> str:
+    """``[_stochastic][_seed<k>]``: what follows the model's label in the names of a replay's files."""
     mode = "" if settings.deterministic else "_stochastic"
     seed = "" if settings.seed == 0 else f"_seed{settings.seed}"
-    return f"{label}{mode}{seed}"
+    return f"{mode}{seed}"
 
 
 @dataclass(frozen=True)
@@ -101,81 +106,30 @@ class Replay:
     files: list[Path]
 
 
+def replay_request(settings: EnjoySettings, run: RunDir) -> ReplayRequest:
+    """What ``settings`` ask a run's kind to replay."""
+    return ReplayRequest(
+        settings.checkpoint, settings.n_episodes, settings.deterministic, settings.seed, settings.video,
+        settings.plot, run.enjoy_dir, stem_suffix(settings), settings.trusted, settings.allow,
+    )  # fmt: skip
+
+
 def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay:
-    """Replay ``settings.n_episodes`` episodes of one model of the run; print and write the results."""
-    from rlzoo.multiagent.replay import is_multiagent_run
-
-    if is_multiagent_run(settings.run):
-        return _enjoy_multiagent(settings, log)
-    loaded = load_run(settings.run, settings.checkpoint, trusted=settings.trusted, allow=settings.allow)
-    episodes = run_episodes(
-        loaded,
-        settings.n_episodes,
-        deterministic=settings.deterministic,
-        seed=settings.seed,
-        frames=settings.video,
-        positions="trajectory" in settings.plot,
-        probabilities="action_probabilities" in settings.plot,
-        envs=loaded.plan.settings.test_envs,  # without a video or plots: the episodes on several envs at once
-    )
-    returns = np.array([e.ret for e in episodes])
-    lengths = [e.length for e in episodes]
-    mode = "deterministic" if settings.deterministic else "stochastic"
-    log(
-        f"rlzoo.enjoy: {loaded.path} ({_title(loaded)}, {loaded.model.num_timesteps} steps): "
-        f"{len(episodes)} {mode} episode{'s' * (len(episodes) > 1)}\n"
-        f"  return {returns.mean():.2f} ± {returns.std():.2f} (std), min {returns.min():.2f}, "
-        f"max {returns.max():.2f}; mean length {np.mean(lengths):.1f} steps"
-    )
-    out = RunDir(loaded.path).enjoy_dir
+    """Replay ``settings.n_episodes`` episodes of one model of the run, as its kind replays
+    (:func:`rlzoo.training.kind.kind_of_run`); print and write the results."""
+    kind, run = kind_of_run(settings.run)
+    replayed = kind.replay(run, replay_request(settings, run))
+    log(f"rlzoo.enjoy: {replayed.summary}")
+    stem = file_stem(replayed.label, settings)
+    out = run.enjoy_dir
     out.mkdir(exist_ok=True)
-    rows = [f"{i},{r:.6g},{n}" for i, (r, n) in enumerate(zip(returns, lengths, strict=True))]
-    table = "\n".join(["episode,return,length", *rows]) + "\n"
-    stem = file_stem(loaded.label, settings)
     files = [out / f"{stem}_returns.csv"]
-    atomic_write_text(files[0], table)
-    if settings.video:
-        frames = [frame for e in episodes for frame in e.frames]
-        fps = settings.fps or _render_fps(loaded)
-        for fmt in settings.video_formats:
-            files.append(write_video(out / f"{stem}.{fmt}", frames, fps))
-    if "trajectory" in settings.plot:
-        files.append(plot_trajectories(episodes, _title(loaded), out / f"{stem}_trajectory.png"))
-    if "action_probabilities" in settings.plot:
-        name = "action_probabilities" if episodes[0].probabilities is not None else "actions"
-        path = out / f"{stem}_{name}.png"
-        files.append(plot_actions(episodes, loaded.model.action_space, _title(loaded), path))
-    log("  wrote " + ", ".join(str(f) for f in files))
-    return Replay(loaded.label, returns.tolist(), lengths, files)
-
-
-def _enjoy_multiagent(settings: EnjoySettings, log: Callable[[str], None]) -> Replay:
-    """A multi-agent run's replay: per-agent returns in ``enjoy/final_returns.csv`` (+ ``final.mp4``)."""
-    from rlzoo.multiagent.replay import replay_multiagent
-
-    if settings.checkpoint != FINAL or settings.plot or settings.watch:
-        raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
-    replay = replay_multiagent(
-        settings.run,
-        settings.n_episodes,
-        settings.seed,
-        settings.deterministic,
-        settings.video,
-        trusted=settings.trusted,
-        allow=settings.allow,
-    )
-    returns = [e.total for e in replay.episodes]
-    per_agent = ", ".join(f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys)
-    log(f"rlzoo.enjoy: {settings.run}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}")
-    out = RunDir(Path(settings.run)).enjoy_dir
-    out.mkdir(exist_ok=True)
-    stem = file_stem(FINAL, settings)
-    files = [out / f"{stem}_returns.csv"]
-    atomic_write_text(files[0], replay.table())
+    atomic_write_text(files[0], replayed.table)
     for fmt in settings.video_formats if settings.video else ():
-        files.append(write_video(out / f"{stem}.{fmt}", replay.frames, settings.fps or replay.render_fps))
+        files.append(write_video(out / f"{stem}.{fmt}", replayed.frames, settings.fps or replayed.fps))
+    files += replayed.figures
     log("  wrote " + ", ".join(str(f) for f in files))
-    return Replay(FINAL, returns, [e.length for e in replay.episodes], files)
+    return Replay(replayed.label, replayed.returns, replayed.lengths, files)
 
 
 def watch(
@@ -183,7 +137,8 @@ def watch(
 ) -> list[Replay]:
     """Replay the newest model of a run that may still be training, again whenever a newer one appears, until the
     final model has been replayed (Ctrl-C stops earlier)."""
-    run = open_run(settings.run)
+    kind, run = kind_of_run(settings.run)
+    kind.check_replay(replay_request(_with(settings, checkpoint=LATEST), run))
     replays: list[Replay] = []
     seen: tuple[Path, int] | None = None
     while True:
@@ -202,23 +157,8 @@ def watch(
         sleep(settings.watch_interval)
 
 
-def _render_fps(loaded: LoadedRun) -> int:
-    """The env's ``render_fps`` metadata, else 30."""
-    venv = loaded.make_env()
-    try:
-        return int(venv.get_attr("metadata")[0].get("render_fps") or 30)
-    finally:
-        venv.close()
-
-
 def _with(settings: EnjoySettings, **changes: Any) -> EnjoySettings:
     return EnjoySettings(**{**settings.__dict__, **changes})
-
-
-def _title(loaded: LoadedRun) -> str:
-    model = "final model" if loaded.checkpoint is None else f"checkpoint {loaded.checkpoint}"
-    model = "best evaluated model" if loaded.best else model
-    return f"{type(loaded.model).__name__} on {loaded.spec.id}, {loaded.observations}, {model}"
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="enjoy", version_base="1.3")

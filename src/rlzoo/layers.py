@@ -5,7 +5,7 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 layer   name                modules
 ======  ==================  ===========================================================================================
 0       ground floor        errors, files, schema, signature, hardware, precision, collector, config, model_files,
-                            rundir, cli, layers, jax_weights, provenance (no rlzoo imports but
+                            rundir, cli, layers, jax_weights, provenance, registry (no rlzoo imports but
                             each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
@@ -14,10 +14,10 @@ layer   name                modules
 4       approximation       approximation: building blocks of algorithms (approximations, Q-networks, replay, K-FAC)
 5       algos               algos: the algorithm factory, algorithms SB3 lacks, the JAX backend
 6       loggers             loggers: SB3 logger outputs, W&B, visdom live plots
-7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run, the one
-                            run skeleton
+7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run (protocol,
+                            registry, resolver), the one run skeleton
 8       results, replay     results (reading many runs), replay (loading one trained run, plots, videos)
-9       agents              agents: the agent API (state, presets, load_agent, run_experiment)
+9       agents              agents: the agent API (state, presets, load_agent, run_experiment), the single-agent kind
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
                             multi-agent kind of run
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.layers",
             "rlzoo.jax_weights",
             "rlzoo.provenance",
+            "rlzoo.registry",
         ),
     ),
     ("envs", (PACKAGE, "rlzoo.envs")),

@@ -1,9 +1,8 @@
 """``python -m rlzoo.train``: train one agent from the Hydra config groups and write a self-describing run dir.
 
-A thin Hydra entrypoint over :func:`train`, which picks the kind of run (single-agent, or multi-agent in
-:mod:`rlzoo.multiagent.kind`) and hands it to the one run skeleton, :func:`rlzoo.training.run.run`. torch and SB3
-are imported only where a run trains, so a sweep's launching process (local_parallel, Slurm) starts in a fraction of a
-second.
+A thin Hydra entrypoint over :func:`train`, which resolves the kind of run (:func:`rlzoo.training.kind.resolve_kind`)
+and hands it to the one run skeleton, :func:`rlzoo.training.run.run`. torch and SB3 are imported only where a run
+trains, so a sweep's launching process (local_parallel, Slurm) starts in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ if __name__ == "__main__":  # the command: no cyclic garbage collection while it
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -24,10 +22,7 @@ from omegaconf import DictConfig
 from rlzoo.cli import discard_output_dir, one_line_errors, run_checked
 from rlzoo.collector import release_previous_run
 from rlzoo.config import CONFIG_DIR
-from rlzoo.rundir import RunDir
-
-if TYPE_CHECKING:
-    from rlzoo.training.kind import RunKind
+from rlzoo.training.kind import resolve_kind
 
 
 def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
@@ -41,24 +36,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     from rlzoo.training.run import run
 
     release_previous_run()
-    return run(run_kind(cfg), cfg, overrides)
-
-
-def run_kind(cfg: DictConfig) -> RunKind:
-    """The kind of run ``cfg`` asks for (``resume=<run dir>``: the saved run's): multi-agent with a ``multiagent``
-    layout or a PettingZoo env (``env=pettingzoo``: its group has the ``api`` key), else single-agent. Only a
-    multi-agent run imports :mod:`rlzoo.multiagent`."""
-    source = cfg
-    if cfg.get("resume") and RunDir(Path(str(cfg.resume))).is_run():
-        source = RunDir(Path(str(cfg.resume))).read_config()
-    env = source.get("env")
-    if source.get("multiagent") is not None or (isinstance(env, DictConfig) and "api" in env):
-        from rlzoo.multiagent.kind import MultiAgent
-
-        return MultiAgent()
-    from rlzoo.training.single_agent import SingleAgent
-
-    return SingleAgent()
+    return run(resolve_kind(cfg), cfg, overrides)
 
 
 def console_figures(metrics: dict[str, float]) -> str:

@@ -22,6 +22,7 @@ class VPG(OnPolicyAlgorithm):
         "MlpPolicy": ActorCriticPolicy,
         "CnnPolicy": ActorCriticCnnPolicy,
     }
+    supported_action_spaces = (spaces.Discrete, spaces.Box)  # what rlzoo checks an env against before building
 
     def __init__(
         self,
@@ -56,7 +57,7 @@ class VPG(OnPolicyAlgorithm):
             seed=seed,
             device=device,
             _init_setup_model=False,
-            supported_action_spaces=(spaces.Discrete, spaces.Box),
+            supported_action_spaces=self.supported_action_spaces,
         )
         if _init_setup_model:
             self._setup_model()

@@ -3,7 +3,7 @@
 - :class:`State` / :class:`StateArray`: what agents are handed; :class:`Agent` / :class:`ParallelAgent`: the protocols.
 - :func:`preset`: an algorithm with settings, bound to an env with ``.env(name)``; ``.agent()`` acts and learns,
   ``.test_agent()`` acts with learning off.
-- :func:`load_agent`: the test agent of a run dir.
+- :func:`load_agent`: the test agent of a run dir, loaded by the run's kind (:mod:`.kind`: the single-agent kind).
 
 Multi-agent agents (``MultiagentState``, ``Multiagent``, ``load_multiagent``) live in :mod:`rlzoo.multiagent`, a layer
 above; ``from rlzoo import load_multiagent`` reaches them. May import the ground floor, ``envs``, ``any_env``, ``srl``,

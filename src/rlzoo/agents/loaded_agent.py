@@ -20,6 +20,7 @@ from rlzoo.agents.state import State, StateArray
 from rlzoo.any_env.making import make
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.srl.representation import Representation
+from rlzoo.training.kind import kind_of_run
 from rlzoo.training.normalization import FrozenNormalization
 
 
@@ -135,8 +136,10 @@ def load_agent(
     *,
     trusted: bool = False,
     allow: Sequence[str] = (),
-) -> TestAgent:
-    """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU.
+) -> Any:
+    """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU by the run's
+    kind (:func:`rlzoo.training.kind.kind_of_run`): a :class:`TestAgent` for a single-agent run, a
+    :class:`~rlzoo.multiagent.agents.TestMultiagent` for a multi-agent run (its final models).
 
     :param run_dir: the run dir.
     :param checkpoint: ``"final"`` (or None), ``"latest"``, ``"best"`` or a checkpoint's steps: the checkpoint
@@ -147,8 +150,5 @@ def load_agent(
     :param allow: module names whose ``_target_`` entries you trust (your own algorithm module).
     :raise ConfigError: not a run dir, no such model, or code outside the allowlist in an untrusted run.
     """
-    from rlzoo.replay.loading import load_run
-
-    run = load_run(run_dir, checkpoint, trusted=trusted, allow=allow)
-    stack = run.spec.options.frame_stack
-    return TestAgent(run.model, run.representation, run.normalization, deterministic, run.config, stack, run.spec)
+    kind, run = kind_of_run(run_dir)
+    return kind.load(run, checkpoint, deterministic=deterministic, trusted=trusted, allow=allow)

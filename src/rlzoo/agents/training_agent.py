@@ -3,7 +3,8 @@
 The step-by-step body of SB3's ``collect_rollouts`` with the env turned inside out: instead of stepping an env, the
 agent is handed the state the env reached. Storage is SB3's own (``RolloutBuffer`` / ``ReplayBuffer``, filled by the
 algorithm's own helpers) and updates are the algorithm's own ``train()``, called when its ``learn()`` would call it:
-when the rollout is full (on-policy) or every ``train_freq`` (off-policy). Driven by the same envs with the same
+when the rollout is full (on-policy) or every ``train_freq`` (off-policy). Every private SB3 member it uses is reached
+through :mod:`rlzoo.agents.sb3_private`. Driven by the same envs with the same
 seeds, an agent ends with the same weights as ``model.learn()``.
 """
 
@@ -14,13 +15,13 @@ from typing import Any, overload
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 from stable_baselines3.common.utils import obs_as_tensor, should_collect_more_steps
 
+from rlzoo.agents import sb3_private as sb3
 from rlzoo.agents.held import HeldVecEnv
 from rlzoo.agents.state import State, StateArray
 from rlzoo.algos.jax_backend import is_jax_class
@@ -97,7 +98,7 @@ class TrainingAgent:
         A model that has trained (a resumed multi-agent learner) keeps its step count: its schedules go on."""
         self.held.hold_reset(observations)
         done = self.model.num_timesteps
-        self.model._setup_learn(self.train_steps - done, reset_num_timesteps=done == 0)
+        sb3.setup_learn(self.model, self.train_steps - done, reset_num_timesteps=done == 0)
 
     def _close(self, states: StateArray) -> None:
         """Step the held envs to ``states`` and learn from the transitions."""
@@ -105,7 +106,7 @@ class TrainingAgent:
         self.held.hold_step(states)
         new_obs, rewards, dones, infos = self.env.step(self._actions)
         self.model.num_timesteps += self.n_envs
-        self.model._update_info_buffer(infos, dones)
+        sb3.update_info_buffer(self.model, infos, dones)
         self._learn(new_obs, rewards, dones, infos)
 
     def _learn(self, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
@@ -135,7 +136,7 @@ class OnPolicyAgent(TrainingAgent):
                 model.policy.reset_noise(n)
         if model.use_sde and model.sde_sample_freq > 0 and self._n_steps % model.sde_sample_freq == 0:
             model.policy.reset_noise(n)
-        actions, values, log_probs = self._policy_outputs(model._last_obs)
+        actions, values, log_probs = self._policy_outputs(sb3.last_observation(model))
         clipped = actions
         if isinstance(model.action_space, spaces.Box):
             if model.policy.squash_output:
@@ -157,13 +158,14 @@ class OnPolicyAgent(TrainingAgent):
             terminal = infos[idx].get("terminal_observation")
             if done and terminal is not None and infos[idx].get("TimeLimit.truncated", False):
                 rewards[idx] += model.gamma * self._terminal_value(terminal)
-        model.rollout_buffer.add(model._last_obs, actions, rewards, model._last_episode_starts, values, log_probs)  # type: ignore[arg-type]
-        model._last_obs, model._last_episode_starts = new_obs, dones
+        starts = sb3.episode_starts(model)
+        model.rollout_buffer.add(sb3.last_observation(model), actions, rewards, starts, values, log_probs)
+        sb3.set_last(model, new_obs, dones)
         if self._n_steps < model.n_steps:
             return
         model.rollout_buffer.compute_returns_and_advantage(last_values=self._values(new_obs), dones=dones)
         self._iteration += 1
-        model._update_current_progress_remaining(model.num_timesteps, model._total_timesteps)
+        sb3.update_progress(model)
         if self.log_interval and self._iteration % self.log_interval == 0:
             model.dump_logs(self._iteration)
         model.train()
@@ -227,23 +229,23 @@ class OffPolicyAgent(TrainingAgent):
                 model.actor.reset_noise(n)  # type: ignore[operator]
         if model.use_sde and model.sde_sample_freq > 0 and self._steps % model.sde_sample_freq == 0:
             model.actor.reset_noise(n)  # type: ignore[operator]
-        self._actions, self._buffer_actions = model._sample_action(model.learning_starts, model.action_noise, n)
+        self._actions, self._buffer_actions = sb3.sample_action(model, n)
         return self._actions
 
     def _learn(self, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
         model = self.model
         assert self._buffer_actions is not None and model.replay_buffer is not None
         self._steps += 1
-        model._store_transition(model.replay_buffer, self._buffer_actions, new_obs, rewards, dones, infos)
-        model._update_current_progress_remaining(model.num_timesteps, model._total_timesteps)
-        model._on_step()
+        sb3.store_transition(model, self._buffer_actions, new_obs, rewards, dones, infos)
+        sb3.update_progress(model)
+        sb3.on_step(model)
         for idx, done in enumerate(dones):
             if done:
                 self._episodes += 1
-                model._episode_num += 1
+                episodes = sb3.count_episode(model)
                 if model.action_noise is not None:
                     model.action_noise.reset(**({"indices": [idx]} if self.n_envs > 1 else {}))
-                if self.log_interval and model._episode_num % self.log_interval == 0:
+                if self.log_interval and episodes % self.log_interval == 0:
                     model.dump_logs()
         if should_collect_more_steps(model.train_freq, self._steps, self._episodes):  # type: ignore[arg-type]
             return
@@ -256,6 +258,8 @@ class OffPolicyAgent(TrainingAgent):
 
 def training_agent(model: BaseAlgorithm, held: HeldVecEnv, train_steps: int) -> TrainingAgent:
     """The training agent for ``model``'s kind of algorithm."""
+    from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy  # sb3-contrib: where agents train
+
     name = type(model).__name__
     if isinstance(model, OnPolicyAlgorithm):
         if isinstance(model.policy, RecurrentActorCriticPolicy):

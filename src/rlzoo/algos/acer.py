@@ -156,6 +156,8 @@ class ACER(ApproximationShell, OnPolicyAlgorithm):
         ``features_extractor_class``).
     """
 
+    supported_action_spaces: tuple[type[spaces.Space], ...] | None = (spaces.Discrete,)
+
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": AcerPolicy, "CnnPolicy": AcerPolicy}
     approximations = ("actor_critic",)
     policy: AcerPolicy  # type: ignore[assignment]
@@ -192,7 +194,7 @@ class ACER(ApproximationShell, OnPolicyAlgorithm):
             ent_coef=ent_coef, vf_coef=q_coef, max_grad_norm=max_grad_norm, use_sde=False, sde_sample_freq=-1,
             rollout_buffer_class=BehaviourRolloutBuffer, policy_kwargs=policy_kwargs, tensorboard_log=tensorboard_log,
             verbose=verbose, device=device, seed=seed, _init_setup_model=False,
-            supported_action_spaces=(spaces.Discrete,),
+            supported_action_spaces=self.supported_action_spaces,
         )  # fmt: skip
         self.buffer_size, self.replay_start, self.replay_ratio = buffer_size, replay_start, replay_ratio
         self.q_coef, self.truncation, self.trust_region = q_coef, truncation, trust_region

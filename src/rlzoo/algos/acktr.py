@@ -38,6 +38,11 @@ class ACKTR(ApproximationShell, OnPolicyAlgorithm):
     :param policy_kwargs: SB3 ``ActorCriticPolicy`` keywords (``net_arch``, ``activation_fn`` ...).
     """
 
+    supported_action_spaces: tuple[type[spaces.Space], ...] | None = (
+        spaces.Discrete,
+        spaces.Box,
+    )  # what it acts in (None: any)
+
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": ActorCriticPolicy,
         "CnnPolicy": ActorCriticCnnPolicy,
@@ -74,7 +79,7 @@ class ACKTR(ApproximationShell, OnPolicyAlgorithm):
             policy, env, learning_rate=learning_rate, n_steps=n_steps, gamma=gamma, gae_lambda=gae_lambda,
             ent_coef=ent_coef, vf_coef=vf_coef, max_grad_norm=0.0, use_sde=False, sde_sample_freq=-1,
             policy_kwargs=policy_kwargs, tensorboard_log=tensorboard_log, verbose=verbose, device=device, seed=seed,
-            _init_setup_model=False, supported_action_spaces=(spaces.Discrete, spaces.Box),
+            _init_setup_model=False, supported_action_spaces=self.supported_action_spaces,
         )  # fmt: skip
         self.normalize_advantage = normalize_advantage
         self.kfac_settings: dict[str, Any] = {

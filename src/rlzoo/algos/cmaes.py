@@ -65,6 +65,11 @@ class CMAES(EpisodicAlgorithm):
     :param policy_kwargs: the policy's keywords (``net_arch``: hidden layers, ``[]`` for a linear policy).
     """
 
+    supported_action_spaces: tuple[type[spaces.Space], ...] | None = (
+        spaces.Box,
+        spaces.Discrete,
+    )  # what it acts in (None: any)
+
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": ARSPolicy, "LinearPolicy": ARSLinearPolicy}
     policy: ARSPolicy
 
@@ -88,7 +93,7 @@ class CMAES(EpisodicAlgorithm):
         super().__init__(
             policy, env, learning_rate=0.0, policy_kwargs=dict(policy_kwargs or {}), tensorboard_log=tensorboard_log,
             verbose=verbose, device=device, support_multi_env=True, seed=seed,
-            supported_action_spaces=(spaces.Box, spaces.Discrete),
+            supported_action_spaces=self.supported_action_spaces,
         )  # fmt: skip
         self.sigma0 = sigma0
         self.popsize = popsize

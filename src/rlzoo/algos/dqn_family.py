@@ -75,6 +75,8 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
     :param policy_kwargs: network keywords (``net_arch``, ``activation_fn``, ``features_extractor_class`` ...).
     """
 
+    supported_action_spaces: tuple[type[spaces.Space], ...] | None = (spaces.Discrete,)
+
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": QPolicy, "CnnPolicy": QCnnPolicy}
     approximations = ("q",)
     policy: QPolicy
@@ -117,7 +119,7 @@ class DeepQ(ApproximationShell, OffPolicyAlgorithm):
             batch_size=batch_size, tau=tau, gamma=gamma, train_freq=train_freq, gradient_steps=gradient_steps,
             n_steps=n_steps, policy_kwargs=dict(policy_kwargs or {}), tensorboard_log=tensorboard_log,
             verbose=verbose, device=device, seed=seed, sde_support=False, support_multi_env=True,
-            supported_action_spaces=(spaces.Discrete,),
+            supported_action_spaces=self.supported_action_spaces,
         )  # fmt: skip
         self.target_update_interval = target_update_interval
         self.exploration_fraction = exploration_fraction

@@ -6,7 +6,6 @@ here each keyword must be a constructor parameter and its value must match the p
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import inspect
@@ -14,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from gymnasium import spaces
 from omegaconf import DictConfig, OmegaConf
@@ -82,26 +80,37 @@ class AlgorithmFactory:
         return self.algo_class(policy=policy, env=env, **run_kwargs, **self.kwargs)
 
 
+# The action spaces of the algorithms other libraries pass from their constructors (SB3 2.x has no class attribute
+# for them), by (package, class name); tests/test_algos_defaults.py checks every entry against the constructors.
+_BOX, _DISCRETE = (spaces.Box,), (spaces.Discrete,)
+_ANY_KIND = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+LIBRARY_ACTION_SPACES: dict[tuple[str, str], tuple[type[spaces.Space], ...]] = {
+    **{("stable_baselines3", name): _ANY_KIND for name in ("A2C", "PPO")},
+    **{("stable_baselines3", name): _BOX for name in ("SAC", "TD3", "DDPG")},
+    ("stable_baselines3", "DQN"): _DISCRETE,
+    **{("sb3_contrib", name): _ANY_KIND for name in ("TRPO", "RecurrentPPO")},
+    **{("sb3_contrib", name): _BOX for name in ("TQC", "CrossQ")},
+    ("sb3_contrib", "QRDQN"): _DISCRETE,
+    ("sb3_contrib", "ARS"): (spaces.Box, spaces.Discrete),
+    ("sb3_contrib", "MaskablePPO"): (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
+    ("sbx", "PPO"): _ANY_KIND,
+    **{("sbx", name): _BOX for name in ("SAC", "TD3", "DDPG", "TQC", "CrossQ")},
+    ("sbx", "DQN"): _DISCRETE,
+}
+
+
 def supported_action_spaces(algo_class: type[BaseAlgorithm]) -> tuple[type[spaces.Space], ...] | None:
-    """The action spaces an algorithm accepts, or None for any.
-
-    SB3 passes ``supported_action_spaces`` from each constructor to ``BaseAlgorithm.__init__`` (it is not a class
-    attribute), so the constructor is run with ``BaseAlgorithm.__init__`` replaced by a probe that records it.
-    """
-
-    class _Recorded(Exception):
-        pass
-
-    recorded: dict[str, Any] = {}
-
-    def probe(self: Any, *args: Any, **kwargs: Any) -> None:
-        recorded["spaces"] = kwargs.get("supported_action_spaces")
-        raise _Recorded
-
-    with mock.patch.object(BaseAlgorithm, "__init__", probe), contextlib.suppress(_Recorded):
-        algo_class(policy=next(iter(algo_class.policy_aliases), "MlpPolicy"), env=None)  # type: ignore[call-arg]
-    found = recorded.get("spaces")
-    return tuple(found) if found is not None else None
+    """The action spaces an algorithm accepts, or None for any: the class's own ``supported_action_spaces``
+    (rlzoo's algorithms state it beside their code), else the table of other libraries' algorithms, for the class or
+    the nearest base class either names."""
+    for cls in algo_class.__mro__:
+        if "supported_action_spaces" in vars(cls):
+            found = vars(cls)["supported_action_spaces"]
+            return None if found is None else tuple(found)
+        key = (cls.__module__.split(".")[0], cls.__name__)
+        if key in LIBRARY_ACTION_SPACES:
+            return LIBRARY_ACTION_SPACES[key]
+    return None
 
 
 def check_action_space(algo_class: type[BaseAlgorithm], action_space: spaces.Space) -> None:

@@ -34,6 +34,8 @@ class RandomAgent(EpisodicAlgorithm):
     Any action space; its draws follow the run's seed.
     """
 
+    supported_action_spaces: tuple[type[spaces.Space], ...] | None = None
+
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": RandomPolicy, "CnnPolicy": RandomPolicy}
     policy: RandomPolicy
 
@@ -49,7 +51,7 @@ class RandomAgent(EpisodicAlgorithm):
     ) -> None:
         super().__init__(
             policy, env, learning_rate=0.0, tensorboard_log=tensorboard_log, verbose=verbose, device=device,
-            support_multi_env=True, seed=seed, supported_action_spaces=None,
+            support_multi_env=True, seed=seed, supported_action_spaces=self.supported_action_spaces,
         )  # fmt: skip
         if _init_setup_model:
             self._setup_model()

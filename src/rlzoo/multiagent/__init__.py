@@ -5,5 +5,5 @@ as a state (:mod:`.state`), the agents that act for it (:mod:`.agents`), the lea
 (:mod:`.replay`).
 
 May import every layer below it, the single-agent API (:mod:`rlzoo.agents`) included. Nothing is imported here;
-the train entrypoint enters this package only for a multi-agent run (:func:`rlzoo.train.run_kind`).
+a run, a load or a replay enters this package only for a multi-agent run (:func:`rlzoo.training.kind.resolve_kind`).
 """

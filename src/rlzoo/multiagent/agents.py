@@ -18,6 +18,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.agents.state import State
 from rlzoo.errors import ConfigError
+from rlzoo.multiagent.layouts import RANDOM
 from rlzoo.multiagent.learners import (
     Learners,
     MaskedQAgent,
@@ -31,8 +32,6 @@ from rlzoo.multiagent.plan import MultiagentPlan
 from rlzoo.multiagent.state import Multiagent, MultiagentState
 from rlzoo.training.build import load_model, snapshot
 from rlzoo.training.safe_load import check_targets, restore_weights
-
-RANDOM = "random"
 
 
 class RandomMultiagent:
@@ -233,7 +232,7 @@ def load_multiagent(
     turn it is.
 
     :param seats: the agent ids the trained agents act for (None: the ids they trained as). With one trained agent
-        (``multiagent=random``) its model takes every seat named: ``seats=["player_2"]`` plays second; with
+        (``multiagent=fixed_opponent``) its model takes every seat named: ``seats=["player_2"]`` plays second; with
         ``multiagent=independent`` each id's own model acts, with ``shared`` the shared model.
     :param opponent: who acts for the other ids: ``"training"`` (the opponent the run trained against), ``"random"``
         (a random legal action), a multi-agent run dir (its trained agent), a :class:`Multiagent`, or None (no one: a

@@ -4,8 +4,9 @@ skeleton :func:`rlzoo.training.run.run`.
 The learners act in the AEC loop (each learning key's training agent learns as its algorithm's ``learn()`` would);
 one model per learner is saved; the test episodes play with learning off. ``total_timesteps`` counts the actions of
 all agents (the fixed opponent's too); each learning key's schedules (exploration, learning rate) run over its share,
-``total_timesteps / number of agents``. A checkpoint holds every learner's model and each key's step count, so a
-killed run resumes (with empty replay buffers, as single-agent runs do).
+``total_timesteps / number of agents``. A checkpoint holds every learner's model, each key's step count and the seat
+rotation's episode, so a killed or requeued run (Slurm's warning: :mod:`rlzoo.training.requeue`) resumes where it was
+(with empty replay buffers, as single-agent runs do).
 """
 
 from __future__ import annotations
@@ -14,20 +15,23 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlzoo.collector import collect_from_here
-from rlzoo.multiagent.agents import TrainingMultiagent, opponent_for
+from rlzoo.errors import ConfigError
+from rlzoo.multiagent.agents import TestMultiagent, TrainingMultiagent, load_multiagent, opponent_for
 from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
-from rlzoo.rundir import LEARNERS, MODEL, RunDir
+from rlzoo.multiagent.replay import replay_multiagent
+from rlzoo.rundir import FINAL, LEARNERS, MODEL, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
 from rlzoo.training.episodes import return_statistics
-from rlzoo.training.kind import Resources
+from rlzoo.training.kind import Replayed, ReplayRequest, Resources
 from rlzoo.training.safe_load import restore_weights
 
 HONOURED = frozenset(
@@ -62,6 +66,32 @@ class MultiAgent:
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> MultiagentPlan:
         return plan_multiagent(cfg, list(overrides), run_dir_state=True)
 
+    def load(
+        self, run: RunDir, checkpoint: int | str | None, *, deterministic: bool, trusted: bool, allow: Sequence[str]
+    ) -> TestMultiagent:
+        """The run's test multiagent (:func:`~rlzoo.multiagent.agents.load_multiagent`): its final models."""
+        self.check_replay(ReplayRequest(FINAL if checkpoint is None else checkpoint))
+        return load_multiagent(run.path, deterministic, trusted=trusted, allow=allow)
+
+    def check_replay(self, request: ReplayRequest) -> None:
+        if request.checkpoint != FINAL or request.plots:
+            raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
+
+    def replay(self, run: RunDir, request: ReplayRequest) -> Replayed:
+        """The test multiagent's episodes: per-agent returns in the table, summed in the returns."""
+        self.check_replay(request)
+        replay = replay_multiagent(
+            run.path, request.episodes, request.seed, request.deterministic, request.frames,
+            trusted=request.trusted, allow=request.allow,
+        )  # fmt: skip
+        returns = [e.total for e in replay.episodes]
+        per_agent = ", ".join(
+            f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys
+        )
+        summary = f"{run.path}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}"
+        lengths = [e.length for e in replay.episodes]
+        return Replayed(FINAL, summary, returns, lengths, replay.table(), replay.frames, replay.render_fps)
+
     def build(self, plan: MultiagentPlan, context: Resources) -> MultiagentLearning:
         """The env and the team (learners resumed from the resume point): nothing written."""
         env = plan.spec.make()
@@ -69,7 +99,7 @@ class MultiAgent:
         team = build_team(plan)
         if plan.resume_point is not None:
             _restore(team, plan)
-        return MultiagentLearning(plan, env, team)
+        return MultiagentLearning(plan, env, team, context)
 
 
 def build_team(plan: MultiagentPlan) -> TrainingMultiagent:
@@ -95,13 +125,15 @@ def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
             restore_weights(model, path)
     for key, steps in point.kind_state.get("key_steps", {}).items():
         team.learners.agents[key].model.num_timesteps = int(steps)
+    if team.rotation is not None:  # the seat of the episode the run had reached
+        team.rotation.episode = int(point.kind_state.get("seat_episode", 0))
 
 
 class MultiagentLearning:
     """The team learning in the AEC loop (:class:`rlzoo.training.kind.Learning`)."""
 
-    def __init__(self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent) -> None:
-        self.plan, self.env, self.team = plan, env, team
+    def __init__(self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent, context: Resources) -> None:
+        self.plan, self.env, self.team, self.context = plan, env, team, context
         point = plan.resume_point
         self.steps = point.timesteps if point is not None else 0
         self.episodes = int(point.kind_state.get("episodes", 0)) if point is not None else 0
@@ -161,9 +193,11 @@ class MultiagentLearning:
 
         def on_step(steps: int) -> None:
             self.steps = start + steps
-            every = settings.checkpoint_freq
-            if every and self.steps % every == 0:
+            every, requeue = settings.checkpoint_freq, self.context.requeue
+            if every and (self.steps % every == 0 or requeue.received):
                 self._checkpoint(clock)
+            if requeue.received:  # Slurm's warning: checkpointed; the previous handler requeues the job
+                requeue.hand_on()
 
         play(self.env, self.team, budget, self.plan.seed, on_episode, on_step)
         for curve in self.curves.values():
@@ -174,6 +208,8 @@ class MultiagentLearning:
         key_steps = {key: int(agent.model.num_timesteps) for key, agent in self.team.learners.agents.items()}
         pending = {key: curve.pending for key, curve in self.curves.items()}
         state = {"key_steps": key_steps, "episodes": self.episodes, "pending": pending}
+        if self.team.rotation is not None:
+            state["seat_episode"] = self.team.rotation.episode
         save_checkpoint(self.plan.run, self.steps, self.models, None, pending[""], clock, state)
 
     def save(self) -> None:

@@ -25,6 +25,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
+from rlzoo.agents import sb3_private as sb3
 from rlzoo.agents.held import HeldVecEnv
 from rlzoo.agents.training_agent import OffPolicyAgent, TrainingAgent, training_agent
 from rlzoo.algos.factory import AlgorithmFactory
@@ -160,7 +161,7 @@ class MaskedQAgent(OffPolicyAgent):
         if explore:
             action = int(self._rng.choice(np.flatnonzero(mask)))
         else:
-            action = int(masked_argmax(action_scores(model, model._last_obs), mask[None])[0])
+            action = int(masked_argmax(action_scores(model, sb3.last_observation(model)), mask[None])[0])
         self._actions = self._buffer_actions = np.array([action])
         return self._actions
 

@@ -1,39 +1,26 @@
-"""A multi-agent run planned once: the config checked (env, layout, algorithm against every learner's spaces) before
-anything is written. One PettingZoo env is made and closed here, for its agents' spaces (it builds no network)."""
+"""A multi-agent run planned once: the config checked (env, layout (:mod:`rlzoo.multiagent.layouts`), algorithm
+against every learner's spaces) before anything is written. One PettingZoo env is made and closed here, for its
+agents' spaces (it builds no network)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, check_action_space
-from rlzoo.config import resolved_values
+from rlzoo.algos.factory import AlgorithmFactory, check_action_space
 from rlzoo.errors import ConfigError
 from rlzoo.hardware import Hardware
+from rlzoo.multiagent.layouts import LayoutSettings, make_layout
 from rlzoo.multiagent.pettingzoo_envs import AgentSpaces, PettingZooSpec, agent_spaces
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
-from rlzoo.training.budget import check_budget
-from rlzoo.training.plan import LogPlan, log_plan
-from rlzoo.training.resume import ResumePoint, find_resume_point, resume_config, training_seed
+from rlzoo.training.plan import LogPlan, Prologue
+from rlzoo.training.resume import ResumePoint, training_seed
 from rlzoo.training.settings import RunSettings
 
-LAYOUTS = ("independent", "shared", "fixed")
-SHARED = "shared"  # the learner name of the shared layout (models/shared/)
 MASKED_ALGOS = ("dqn", "qrdqn")  # the algo options whose classes rlzoo masks (SB3 DQN and QR-DQN)
-
-
-@dataclass(frozen=True)
-class LayoutSettings:
-    """The ``multiagent`` group (see ``conf/multiagent/*.yaml``)."""
-
-    layout: Literal["independent", "shared", "fixed"]
-    learner: str | None = None
-    opponent: str | None = None
-    alternate_seats: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,10 +28,10 @@ class MultiagentPlan:
     """Everything a multi-agent run needs, checked.
 
     :param agents: every possible agent's spaces, in the env's order.
-    :param learners: learner name → the agent keys it acts for (independent: one key each; shared: all keys under
-        ``shared``; fixed: the learning key); keys in no learner play the fixed opponent.
-    :param seats: the fixed layout with ``alternate_seats``: the seats its one learner takes in turn, one episode
-        each (the opponent plays the others); empty: every key keeps its role.
+    :param learners: learner name → the agent keys it acts for (:meth:`rlzoo.multiagent.layouts.Layout.learners`);
+        keys in no learner play the fixed opponent.
+    :param seats: the seats the one learner takes in turn, one episode each (the opponent plays the others); empty:
+        every key keeps its role.
     """
 
     config: DictConfig
@@ -77,32 +64,30 @@ class MultiagentPlan:
 def plan_multiagent(
     cfg: DictConfig, overrides: tuple[str, ...] | list[str] = (), *, run_dir_state: bool = False
 ) -> MultiagentPlan:
-    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run; ``cfg`` is not changed. The run
-    keys a multi-agent run does not honour are refused before (:func:`rlzoo.training.kind.refuse_unhonoured`).
+    """Check ``cfg`` (``multiagent`` set or ``env=pettingzoo``) and plan the run: every check of a single-agent plan's
+    prologue (:class:`rlzoo.training.plan.Prologue`), then the env, the layout and every learner's spaces; ``cfg`` is
+    not changed. The run keys a multi-agent run does not honour are refused before
+    (:func:`rlzoo.training.kind.refuse_unhonoured`).
 
     :param run_dir_state: read the run dir's state (refuse a finished run, find a resume point): a run to train;
         off for loading a trained run.
     """
-    if cfg.get("resume"):
-        cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
-    values = resolved_values(cfg)
+    prologue = Prologue.of(cfg, overrides)
+    values, settings, factory = prologue.values, prologue.settings, prologue.factory
     layout_values, env_values = values.get("multiagent"), values["env"]
     if layout_values is None:
-        raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or random")
+        raise ConfigError("env=pettingzoo is a multi-agent env: add multiagent=independent, shared or fixed_opponent")
     layout = parse(LayoutSettings, layout_values, prefix="multiagent.")
     if "api" not in env_values:
         raise ConfigError(
             f"multiagent={layout.layout} needs a PettingZoo env: env=pettingzoo env.id=<module> (env.id="
             f"{env_values.get('id')} is a single-agent env; train it without multiagent)"
         )
-    settings = RunSettings.from_values({k: v for k, v in values.items() if k != "multiagent"})
     representation = values["srl_model"].get("name")
     if representation != "ground_truth":
         raise ConfigError(
             f"multi-agent runs observe the env's own observations: srl_model=ground_truth (got {representation})"
         )
-    check_budget(settings, overrides)
-    factory = build_algorithm_factory(OmegaConf.create(values["algo"]))
     spec = PettingZooSpec.from_values(env_values)
     env = spec.make()
     try:
@@ -111,59 +96,16 @@ def plan_multiagent(
         env.close()
     if len(agents) < 2:
         raise ConfigError(f"env.id={spec.id} has a single agent ({', '.join(agents)}): train it without multiagent")
-    learners = _learners(layout, agents)
+    arrangement = make_layout(layout)
+    learners = arrangement.learners(agents)
     for name, keys in learners.items():
         _check_learner(factory, name, [agents[k] for k in keys])
     values["normalize"] = False  # recorded: multi-agent learners see the env's observations as they are
-    policy = factory.policy_for("Mlp")
-    config = OmegaConf.create(values)
-    resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
+    config, resume_point = prologue.finish(run_dir_state)
     return MultiagentPlan(
-        config, settings, layout, Hardware.from_config(values["hardware"]), factory, spec, agents, learners, policy,
-        log_plan(values["logger"], settings.verbose), resume_point, _seats(layout, agents, learners),
+        config, settings, layout, prologue.hardware, factory, spec, agents, learners, factory.policy_for("Mlp"),
+        prologue.logging, resume_point, arrangement.seats(agents, learners),
     )  # fmt: skip
-
-
-def _learners(layout: LayoutSettings, agents: dict[str, AgentSpaces]) -> dict[str, tuple[str, ...]]:
-    keys = list(agents)
-    if layout.layout == "independent":
-        return {key: (key,) for key in keys}
-    if layout.layout == "shared":
-        first = agents[keys[0]]
-        for key in keys[1:]:
-            other = agents[key]
-            if other.observation != first.observation or other.action != first.action:
-                raise ConfigError(
-                    f"multiagent=shared needs one observation and action space for every agent ({keys[0]}: "
-                    f"{first.observation}, {first.action}; {key}: {other.observation}, {other.action}): "
-                    "use multiagent=independent"
-                )
-        if first.observation.shape is None:
-            raise ConfigError(f"multiagent=shared flattens observations; {first.observation} has no shape")
-        return {SHARED: tuple(keys)}
-    learner = layout.learner or keys[0]
-    if learner not in agents:
-        raise ConfigError(f"multiagent.learner={learner!r} is not an agent of this env; its agents: {', '.join(keys)}")
-    opponent = layout.opponent or "random"
-    if opponent != "random" and not RunDir(Path(opponent)).is_run():
-        raise ConfigError(f"multiagent.opponent={opponent!r} is neither 'random' nor a run dir (no config.yaml)")
-    return {learner: (learner,)}
-
-
-def _seats(
-    layout: LayoutSettings, agents: dict[str, AgentSpaces], learners: dict[str, tuple[str, ...]]
-) -> tuple[str, ...]:
-    """The seats the fixed layout's learner takes in turn: its own first, then the others in the env's order."""
-    if layout.layout != "fixed" or not layout.alternate_seats:
-        return ()
-    ((learner,),) = learners.values()
-    for key, spaces_ in agents.items():
-        if spaces_ != agents[learner]:
-            raise ConfigError(
-                f"multiagent.alternate_seats=true: the learner ({learner}) cannot take {key}'s seat, whose "
-                "observation or action space differs; set multiagent.alternate_seats=false"
-            )
-    return (learner, *(key for key in agents if key != learner))
 
 
 def _check_learner(factory: AlgorithmFactory, name: str, spaces_: list[AgentSpaces]) -> None:

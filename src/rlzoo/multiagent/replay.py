@@ -16,12 +16,6 @@ from rlzoo.multiagent.plan import plan_multiagent
 from rlzoo.rundir import RunDir
 
 
-def is_multiagent_run(run_dir: str | Path) -> bool:
-    """The run dir holds a multi-agent run (its config has a ``multiagent`` layout)."""
-    run = RunDir(Path(run_dir))
-    return run.is_run() and run.read_config().get("multiagent") is not None
-
-
 @dataclass
 class MultiagentReplay:
     """The replayed episodes, the agent keys and (``frames``) the rendered frames of all episodes in order."""

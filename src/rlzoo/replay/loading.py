@@ -28,22 +28,10 @@ from rlzoo.rundir import BEST, FINAL, MODEL, OBS_NORM, RunDir
 from rlzoo.srl.representation import Representation
 from rlzoo.training.build import RunBuilder, load_model
 from rlzoo.training.episodes import EpisodeResult, play_episodes
+from rlzoo.training.kind import SINGLE_AGENT, kind_entry, open_run
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
 from rlzoo.training.safe_load import check_targets, load_untrusted
-
-
-def open_run(run_dir: str | Path) -> RunDir:
-    """The run dir at ``run_dir``, or a ConfigError saying why it is not one."""
-    run = RunDir(Path(run_dir).expanduser())
-    if not run.path.is_dir():
-        raise ConfigError(f"run={run_dir}: no such folder; pass the folder a training run wrote (with config.yaml)")
-    if not run.is_run():
-        raise ConfigError(
-            f"run={run_dir} is not a run dir (it has no config.yaml); pass the folder a training run wrote, "
-            "e.g. outputs/<date>/<time>_<algo>_<env>"
-        )
-    return run
 
 
 def checkpoint_steps(run: RunDir) -> list[int]:
@@ -133,8 +121,10 @@ def load_run(
         allowlist.
     """
     run = open_run(run_dir)
-    folder, steps = model_folder(run, checkpoint)
     config = run.read_config()
+    if (kind := kind_entry(config).name) != SINGLE_AGENT:
+        raise ConfigError(f"{run.path} is a {kind} run: load its agent with rlzoo.load_agent (load_run: one model)")
+    folder, steps = model_folder(run, checkpoint)
     if not trusted:
         check_targets(config, run.config, allow)
     plan = plan_saved_run(config)

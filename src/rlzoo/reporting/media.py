@@ -14,7 +14,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.replay.video import gif_bytes
 from rlzoo.results.comparison import Row
 from rlzoo.results.runs import RunResult
-from rlzoo.rundir import LATEST
+from rlzoo.rundir import FINAL, LATEST
 from rlzoo.srl.encoder import METADATA as ENCODER_METADATA
 
 ENCODER_METRICS = "metrics.json"
@@ -40,20 +40,22 @@ def best_run(row: Row, last: int = 100) -> tuple[RunResult, float] | None:
 
 
 def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False) -> Replay | None:
-    """Replay one deterministic episode of ``run``'s latest model (its final one once finished), recording frames.
+    """Replay one deterministic episode of ``run``'s latest model (its final one once finished), recording frames,
+    as the run's kind replays (:func:`rlzoo.training.kind.kind_of_run`).
 
     :return: None when the run has no model yet or its env does not render.
     """
-    from rlzoo.replay.loading import load_run, run_episodes
+    from rlzoo.training.kind import ReplayRequest, kind_of_run
 
     try:
-        loaded = load_run(run.path, LATEST, trusted=trusted)
-        (episode,) = run_episodes(loaded, 1, deterministic=True, seed=seed, frames=True)
+        kind, run_dir = kind_of_run(run.path)
+        checkpoint = FINAL if run_dir.is_finished() else LATEST
+        replayed = kind.replay(run_dir, ReplayRequest(checkpoint, 1, seed=seed, frames=True, trusted=trusted))
     except (ConfigError, ValueError, TypeError, AttributeError):  # no model yet; an env without rgb_array
         return None
-    if not episode.frames:
+    if not replayed.frames:
         return None
-    return Replay(run, score, episode.ret, gif_bytes(episode.frames))
+    return Replay(run, score, replayed.returns[0], gif_bytes(replayed.frames))
 
 
 def best_replays(rows: Sequence[Row], last: int = 100, *, trusted: bool = False) -> list[Replay]:

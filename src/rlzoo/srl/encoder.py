@@ -2,9 +2,9 @@
 
 An encoder directory holds::
 
-    encoder.json   what the encoder is: method, kind (cnn or pca), state_dim, image_shape [H, W, 3], network,
-                   env_id and env_kwargs of its dataset, dataset path, training summary; written LAST, so a
-                   folder with it is a finished encoder
+    encoder.json   what the encoder is: method, kind (its file format, :data:`FORMATS`: cnn or pca), state_dim,
+                   image_shape [H, W, 3], network, env_id and env_kwargs of its dataset, dataset path, training
+                   summary; written LAST, so a folder with it is a finished encoder
     encoder.pt     the CNN's state_dict (kind cnn; ``torch.load(..., weights_only=True)``)
     pca.npz        mean, components, explained_variance_ratio as plain arrays (kind pca)
     config.yaml    the resolved training config; metrics.json, states.png, losses.csv, losses.png
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from torch import nn
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.precision import resolve_precision, set_precision
+from rlzoo.registry import Registered
 from rlzoo.srl.dataset import LATEST, SEARCH_DIRS, newest
 from rlzoo.srl.networks import ImageEncoder, PCAEncoder, images_to_tensor
 
@@ -77,22 +79,71 @@ class Encoder:
         return states.cpu().numpy().astype(np.float32)
 
 
-def build_module(metadata: dict[str, Any], pca: dict[str, np.ndarray] | None = None) -> nn.Module:
-    """The (untrained) network an encoder's metadata describes; PCA from its arrays."""
-    height, width, _ = metadata["image_shape"]
-    if metadata["kind"] == "pca":
-        assert pca is not None
-        return PCAEncoder(pca["mean"], pca["components"], (height, width, 3))
-    return ImageEncoder(height, width, int(metadata["state_dim"]), **metadata["network"])
+FORMATS: dict[str, type[EncoderFormat]] = {}
+
+
+class EncoderFormat(Registered, ABC, registry=FORMATS):
+    """How an encoder's module is written to and read from its folder; a subclass with a ``name`` (recorded as
+    ``kind`` in ``encoder.json``, named by an encoder kind's ``format``) is registered in :data:`FORMATS`."""
+
+    @staticmethod
+    @abstractmethod
+    def save(folder: Path, module: nn.Module) -> None:
+        """Write the module's numbers into ``folder`` (no pickle)."""
+
+    @staticmethod
+    @abstractmethod
+    def load(folder: Path, metadata: dict[str, Any]) -> nn.Module:
+        """The module of the encoder in ``folder``, whose ``encoder.json`` says ``metadata``."""
+
+
+class CNNFormat(EncoderFormat):
+    """An :class:`~rlzoo.srl.networks.ImageEncoder`: its network in ``encoder.json``, its ``state_dict`` in
+    ``encoder.pt`` (read with ``weights_only=True``)."""
+
+    name = "cnn"
+
+    @staticmethod
+    def save(folder: Path, module: nn.Module) -> None:
+        torch.save({k: v.cpu() for k, v in module.state_dict().items()}, folder / WEIGHTS)
+
+    @staticmethod
+    def load(folder: Path, metadata: dict[str, Any]) -> nn.Module:
+        height, width, _ = metadata["image_shape"]
+        module = ImageEncoder(height, width, int(metadata["state_dim"]), **metadata["network"])
+        module.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
+        return module
+
+
+class PCAFormat(EncoderFormat):
+    """A :class:`~rlzoo.srl.networks.PCAEncoder`: its mean and components as plain arrays in ``pca.npz``."""
+
+    name = "pca"
+
+    @staticmethod
+    def save(folder: Path, module: nn.Module) -> None:
+        assert isinstance(module, PCAEncoder)
+        with (folder / PCA).open("wb") as stream:
+            np.savez(stream, mean=module.mean.cpu().numpy(), components=module.components.cpu().numpy())
+
+    @staticmethod
+    def load(folder: Path, metadata: dict[str, Any]) -> nn.Module:
+        height, width, _ = metadata["image_shape"]
+        with np.load(folder / PCA, allow_pickle=False) as arrays:
+            return PCAEncoder(arrays["mean"], arrays["components"], (height, width, 3))
+
+
+def encoder_format(name: Any) -> type[EncoderFormat]:
+    """The registered file format ``name``, or one :class:`ConfigError` listing the formats."""
+    if name not in FORMATS:
+        raise ConfigError(f"encoder format {name!r} is unknown; known: {', '.join(FORMATS)}")
+    return FORMATS[name]
 
 
 def save_encoder(folder: Path, metadata: dict[str, Any], module: nn.Module) -> None:
-    """Write the weights (or PCA arrays), then ``encoder.json``, which marks the encoder finished."""
-    if isinstance(module, PCAEncoder):
-        with (folder / PCA).open("wb") as stream:
-            np.savez(stream, mean=module.mean.cpu().numpy(), components=module.components.cpu().numpy())
-    else:
-        torch.save({k: v.cpu() for k, v in module.state_dict().items()}, folder / WEIGHTS)
+    """Write the module in its format (``metadata["kind"]``), then ``encoder.json``, which marks the encoder
+    finished."""
+    encoder_format(metadata["kind"]).save(folder, module)
     atomic_write_text(folder / METADATA, json.dumps({**metadata, "created": time.time()}, indent=2) + "\n")
 
 
@@ -118,12 +169,7 @@ def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu", pre
     convs (about 1.15 x faster; in fp32 the states stay bit for bit those its metrics were measured on)."""
     folder = encoder_folder(checkpoint)
     metadata = read_metadata(folder)
-    if metadata["kind"] == "pca":
-        with np.load(folder / PCA, allow_pickle=False) as arrays:
-            module = build_module(metadata, {name: arrays[name] for name in arrays.files})
-    else:
-        module = build_module(metadata)
-        module.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
+    module = encoder_format(metadata["kind"]).load(folder, metadata)
     torch_device = get_device(device)
     resolved = resolve_precision(precision, torch_device.type, "hardware.precision")
     if resolved == "bf16" and isinstance(module, ImageEncoder):

@@ -3,8 +3,8 @@
 A kind is one :class:`EncoderKind` subclass (registered by being defined: :data:`ENCODER_KINDS`) and a method is one
 YAML file naming it (``conf/srl_model/<method>.yaml``: ``kind: <name>``). The kind says which recipe keys it reads,
 whether its states may be whitened, and makes the module from the dataset; the trainer never switches on a kind's
-name. An encoder is saved in one of two file formats (:mod:`rlzoo.srl.encoder`): ``cnn`` (an
-:class:`~rlzoo.srl.networks.ImageEncoder`'s weights) or ``pca`` (plain arrays).
+name. A kind names the file format its encoders are saved and loaded in (:class:`rlzoo.srl.encoder.EncoderFormat`:
+``cnn``, an :class:`~rlzoo.srl.networks.ImageEncoder`'s weights; ``pca``, plain arrays).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from torch import nn
 
 from rlzoo.config import instantiate
 from rlzoo.errors import ConfigError
+from rlzoo.registry import Registered
 from rlzoo.srl.dataset import Dataset
+from rlzoo.srl.encoder import CNNFormat, EncoderFormat, PCAFormat
 from rlzoo.srl.losses import LossContext, SRLLoss
 from rlzoo.srl.networks import ImageEncoder, PCAEncoder
 from rlzoo.srl.trainer import Losses, PairData, TrainingSettings, fit
@@ -45,24 +47,18 @@ class EncoderData:
     run_dir: Path
 
 
-class EncoderKind(ABC):
+class EncoderKind(Registered, ABC, registry=ENCODER_KINDS):
     """One kind of encoder: subclass it with a ``name`` and the recipe ``keys`` it reads (beyond name, kind and
     state_dim), and :meth:`make` its module; the subclass is registered in :data:`ENCODER_KINDS` by its name.
 
     :param recipe: the method's recipe (``rlzoo.srl.train.Recipe``: state_dim, network, losses, training).
     """
 
-    name: ClassVar[str]
     keys: ClassVar[frozenset[str]] = frozenset()
     images: ClassVar[bool] = True  # reads images through an ImageEncoder (its image size is checked)
     whitens: ClassVar[bool] = True  # its states may be whitened (folded into an ImageEncoder's last layer)
     trained: ClassVar[bool] = True  # learns from the dataset (recorded in encoder.json)
-    format: ClassVar[str] = "cnn"  # its file format (rlzoo.srl.encoder): cnn or pca
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            ENCODER_KINDS[cls.name] = cls
+    format: ClassVar[type[EncoderFormat]] = CNNFormat  # how its encoders are saved and loaded
 
     def __init__(self, recipe: Any) -> None:
         self.recipe = recipe
@@ -188,7 +184,7 @@ class PCAKind(EncoderKind):
     name = "pca"
     images = False
     whitens = False
-    format = "pca"
+    format = PCAFormat
 
     def make(self, data: EncoderData) -> tuple[nn.Module, dict[str, Any]]:
         pairs = data.train_pairs

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import get_device
+from torch import nn
 
 from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR, compose_config
@@ -127,75 +128,141 @@ def check_encoder_config(cfg: DictConfig) -> tuple[EncoderRunSettings, Recipe, H
     return settings, recipe, Hardware.from_config(values)
 
 
-def train_encoder(cfg: DictConfig) -> dict[str, float]:
-    """Train, measure and save the encoder ``cfg`` describes into ``cfg.run_dir``; return its metrics."""
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class EncoderPlan:
+    """One encoder's training, planned: every input checked, the dataset read and split, nothing written.
+
+    :param config: the resolved config to record (``dataset``: the folder it was trained on).
+    :param data: the dataset, its training and validation pairs (first frames) and the ground truth the metrics read.
+    :param names: the ground truth's coordinate names.
+    """
+
+    config: DictConfig
+    settings: EncoderRunSettings
+    recipe: Recipe
+    hardware: Hardware
+    data: EncoderData
+    names: list[str]
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data.run_dir
+
+
+@dataclass
+class TrainedEncoder:
+    """The encoder's module, its training summary (``srl/<key>``) and its states' GTC before whitening."""
+
+    module: nn.Module
+    summary: dict[str, Any]
+    unwhitened: dict[str, float]
+
+
+def plan_encoder(cfg: DictConfig) -> EncoderPlan:
+    """Check ``cfg``, read its dataset and split its pairs (seeded); ``cfg`` is not changed."""
     values = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(values, dict)
-    cfg = OmegaConf.create(values)  # a copy: the caller's config is not changed
-    settings, recipe, hardware = check_encoder_config(cfg)
-    seed, knn_k, progress_bar = settings.seed, settings.knn_k, settings.progress_bar
+    config = OmegaConf.create(values)  # a copy: the caller's config is not changed
+    settings, recipe, hardware = check_encoder_config(config)
     dataset = load_dataset(find_dataset(settings.dataset))
-    cfg.dataset = str(dataset.path)  # the encoder's config records the dataset it was trained on
-    height, width = dataset.images.shape[1:3]
-    kind = recipe.kind_class(recipe)
-    if kind.images:
-        check_image_size(height, width)
-    max_samples = settings.max_samples
+    config.dataset = str(dataset.path)  # the encoder's config records the dataset it was trained on
+    if recipe.kind_class.images:
+        check_image_size(*dataset.images.shape[1:3])
     pairs = dataset.pair_indices()
-    if max_samples is not None:
-        pairs = pairs[pairs + 1 < max_samples]
-    rng = np.random.default_rng(seed)
-    pairs = rng.permutation(pairs)
-    n_val = max(1, round(cfg.val_fraction * len(pairs)))
-    if len(pairs) - n_val < 1 or n_val <= knn_k:
-        raise ConfigError(f"the dataset has {len(pairs)} pairs: too few for val_fraction={cfg.val_fraction}")
+    if settings.max_samples is not None:
+        pairs = pairs[pairs + 1 < settings.max_samples]
+    pairs = np.random.default_rng(settings.seed).permutation(pairs)
+    n_val = max(1, round(settings.val_fraction * len(pairs)))
+    if len(pairs) - n_val < 1 or n_val <= settings.knn_k:
+        raise ConfigError(f"the dataset has {len(pairs)} pairs: too few for val_fraction={settings.val_fraction}")
     val_pairs, train_pairs = np.sort(pairs[:n_val]), np.sort(pairs[n_val:])
     ground_truth, names = dataset.metric_ground_truth()
-    run_dir = Path(cfg.run_dir)
-    data = EncoderData(dataset, train_pairs, val_pairs, ground_truth, None, seed, progress_bar, run_dir)
-    torch.manual_seed(seed)  # before the loss heads are made: their weights depend on the seed only, not on the process
-    kind.prepare(data)
+    data = EncoderData(dataset, train_pairs, val_pairs, ground_truth, None, settings.seed, settings.progress_bar,
+                       Path(settings.run_dir))  # fmt: skip
+    return EncoderPlan(config, settings, recipe, hardware, data, names)
 
-    if (run_dir / encoders.METADATA).exists():
-        raise ConfigError(f"run_dir {run_dir} already holds an encoder; rlzoo never overwrites one")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
-    hardware.apply()
-    device = get_device(hardware.device)
+
+def build_encoder_kind(plan: EncoderPlan) -> EncoderKind:
+    """The recipe's kind with what training needs built (its losses: a bad one fails here, before the dir exists)."""
+    kind = plan.recipe.kind_class(plan.recipe)
+    torch.manual_seed(plan.settings.seed)  # before the loss heads: their weights depend on the seed only
+    kind.prepare(plan.data)
+    return kind
+
+
+def claim_encoder_dir(plan: EncoderPlan) -> None:
+    """Make the encoder's folder and write its config (an encoder already there is never overwritten)."""
+    if (plan.run_dir / encoders.METADATA).exists():
+        raise ConfigError(f"run_dir {plan.run_dir} already holds an encoder; rlzoo never overwrites one")
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(plan.run_dir / "config.yaml", OmegaConf.to_yaml(plan.config))
+
+
+def train_module(plan: EncoderPlan, kind: EncoderKind, device: torch.device) -> TrainedEncoder:
+    """Make (train) the kind's module on ``device``, then fold whitening into it (``whiten``)."""
+    data, whiten = plan.data, plan.settings.whiten
     module, summary = kind.make(dataclasses.replace(data, device=device))
-    frames = val_pairs  # the first frames of the held-out pairs
     unwhitened: dict[str, float] = {}
-    if settings.whiten is not None:
+    if whiten is not None:
         assert isinstance(module, ImageEncoder)
-        plain = encode_in_batches(module.eval(), dataset.images[frames], device)
-        unwhitened = _gtc(plain, ground_truth[frames], names, prefix="srl/unwhitened/")
-        fold_whitening(module, encode_in_batches(module.eval(), dataset.images[train_pairs], device), settings.whiten)
-        summary["whiten"] = settings.whiten
-    train_seconds = time.perf_counter() - started
+        frames = data.val_pairs
+        plain = encode_in_batches(module.eval(), data.dataset.images[frames], device)
+        unwhitened = _gtc(plain, data.ground_truth[frames], plan.names, prefix="srl/unwhitened/")
+        fold_whitening(module, encode_in_batches(module.eval(), data.dataset.images[data.train_pairs], device), whiten)
+        summary["whiten"] = whiten
+    return TrainedEncoder(module, summary, unwhitened)
 
-    states = encode_in_batches(module.eval(), dataset.images[frames], device)
-    result = _measure(states, ground_truth[frames], names, knn_k, seed) | unwhitened
-    probe = metrics.linear_probe(states, ground_truth[frames], dataset.episode_ids()[frames])
+
+def measure(plan: EncoderPlan, trained: TrainedEncoder, device: torch.device) -> dict[str, float]:
+    """The encoder's metrics on the held-out frames (KNN-MSE, GTC, linear probes) and the plot of its states."""
+    data, names, frames = plan.data, plan.names, plan.data.val_pairs  # the first frames of the held-out pairs
+    states = encode_in_batches(trained.module.eval(), data.dataset.images[frames], device)
+    truth = data.ground_truth[frames]
+    result = _measure(states, truth, names, plan.settings.knn_k, plan.settings.seed) | trained.unwhitened
+    probe = metrics.linear_probe(states, truth, data.dataset.episode_ids()[frames])
     result |= {f"srl/probe/{name}": float(value) for name, value in zip(names, probe, strict=True)}
-    metrics.plot_states(run_dir / "states.png", states, ground_truth[frames], names, f"{recipe.name} states")
-    result |= {f"srl/{k}": float(v) for k, v in summary.items()}
-    result |= {"srl/train_pairs": float(len(train_pairs)), "srl/val_frames": float(len(frames))}
-    result |= {"time/train_seconds": train_seconds, "time/total_seconds": time.perf_counter() - started}
-    atomic_write_text(run_dir / "metrics.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
+    metrics.plot_states(plan.run_dir / "states.png", states, truth, names, f"{plan.recipe.name} states")
+    result |= {f"srl/{k}": float(v) for k, v in trained.summary.items()}
+    return result | {"srl/train_pairs": float(len(data.train_pairs)), "srl/val_frames": float(len(frames))}
+
+
+def save_encoder(plan: EncoderPlan, kind: EncoderKind, trained: TrainedEncoder) -> None:
+    """Write the module in its kind's format, then ``encoder.json`` (last: the encoder is finished)."""
+    dataset = plan.data.dataset
+    height, width = dataset.images.shape[1:3]
     metadata = {
-        "method": recipe.name,
-        "kind": kind.format,
-        "state_dim": recipe.state_dim,
+        "method": plan.recipe.name,
+        "kind": kind.format.name,
+        "state_dim": plan.recipe.state_dim,
         "image_shape": [int(height), int(width), 3],
-        "network": recipe.network,
+        "network": plan.recipe.network,
         "env_id": dataset.env_id,
         "env_kwargs": dataset.metadata.get("env_kwargs", {}),
         "dataset": str(dataset.path),
         "trained": kind.trained,
-        **summary,
+        **trained.summary,
     }
-    encoders.save_encoder(run_dir, metadata, module.cpu())
+    encoders.save_encoder(plan.run_dir, metadata, trained.module.cpu())
+
+
+def train_encoder(cfg: DictConfig) -> dict[str, float]:
+    """Train, measure and save the encoder ``cfg`` describes into ``cfg.run_dir``; return its metrics.
+
+    plan (every input checked, the dataset split) → build (the kind and its losses) → claim the folder → train →
+    measure → save (``encoder.json`` last).
+    """
+    started = time.perf_counter()
+    plan = plan_encoder(cfg)
+    kind = build_encoder_kind(plan)
+    claim_encoder_dir(plan)
+    plan.hardware.apply()
+    device = get_device(plan.hardware.device)
+    trained = train_module(plan, kind, device)
+    train_seconds = time.perf_counter() - started
+    result = measure(plan, trained, device)
+    result |= {"time/train_seconds": train_seconds, "time/total_seconds": time.perf_counter() - started}
+    atomic_write_text(plan.run_dir / "metrics.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
+    save_encoder(plan, kind, trained)
     return result
 
 

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,9 +12,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlzoo.loggers.wandb_state import lost, service_errors
 from rlzoo.rundir import RETURNS100_HEADER, RunDir
 from rlzoo.training.budget import RunClock
+from rlzoo.training.requeue import RequeueSignal
 from rlzoo.training.resume import log_state
 
 
@@ -141,14 +138,15 @@ def save_checkpoint(
 
 class Checkpoint(BaseCallback):
     """Save the model and its normalisation statistics every ``every_steps`` agent steps (summed over envs), and once
-    more on SIGUSR2 (Slurm's warning before a time limit or preemption) before handing the signal on to the handler
-    that was there (Submitit's, which requeues the job; without one, the default: the process ends).
+    more when the run's :class:`~rlzoo.training.requeue.RequeueSignal` was received (Slurm's warning), before handing
+    the signal on.
 
     :param run: the run directory.
     :param every_steps: checkpoint interval in agent steps.
     :param normalizer: the training env's observation normaliser, if any.
     :param returns100: the run's returns100 writer, whose unwritten episodes go into the resume state.
     :param clock: the run's clock, whose reading goes into the resume state.
+    :param requeue: the run's SIGUSR2 catcher (None: only the interval).
     """
 
     def __init__(
@@ -158,6 +156,7 @@ class Checkpoint(BaseCallback):
         normalizer: VecNormalize | None,
         returns100: Returns100 | None = None,
         clock: RunClock | None = None,
+        requeue: RequeueSignal | None = None,
     ) -> None:
         super().__init__()
         self.run = run
@@ -165,44 +164,26 @@ class Checkpoint(BaseCallback):
         self.every_steps = every_steps
         self.normalizer = normalizer
         self.returns100 = returns100
+        self.requeue = requeue
         self._next = every_steps
-        self._signalled = False
-        self._previous_handler: Any = None
 
     def _on_training_start(self) -> None:
         self._aim()
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGUSR2, self._on_signal)
-            self._previous_handler = signal.SIG_DFL if previous is None else previous
 
     def _aim(self) -> None:
         """Aim at the next multiple of the interval (also right after a save)."""
         self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self._signalled = True  # saved at the next step: a handler may interrupt a half-done gradient update
-
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self._next or self._signalled:
+        signalled = self.requeue is not None and self.requeue.received
+        if self.num_timesteps >= self._next or signalled:
             self._save()
             self._aim()
-        if self._signalled:
-            self._restore_handler()
-            try:
-                os.kill(os.getpid(), signal.SIGUSR2)  # now the previous handler (or the default action) takes over
-            except service_errors() as error:  # Submitit's exit for a requeue met W&B's killed service in its exit hook
-                lost(error)
-                raise SystemExit(-1) from None  # the exit Submitit asked for: the job is requeued already
+        if signalled:
+            assert self.requeue is not None
+            self.requeue.hand_on()  # the previous handler (or the default action) takes over
         return True
 
     def _save(self) -> None:
         pending = self.returns100.pending if self.returns100 is not None else []
         save_checkpoint(self.run, self.num_timesteps, self.model, self.normalizer, pending, self.clock)
-
-    def _restore_handler(self) -> None:
-        if self._previous_handler is not None:
-            signal.signal(signal.SIGUSR2, self._previous_handler)
-            self._previous_handler = None
-
-    def _on_training_end(self) -> None:
-        self._restore_handler()

@@ -1,6 +1,7 @@
 """What one run holds while it lasts, for the skeleton of :func:`rlzoo.training.run.run`: the envs it closes, the run
-clock, the run dir claimed only once the learners are built, SB3's loggers and the W&B run, and the guard that turns a
-failed write into one line. The same for every kind of run."""
+clock, the run dir claimed only once the learners are built, SB3's loggers and the W&B run, the guard that turns a
+failed write into one line, and Slurm's warning (SIGUSR2: :mod:`rlzoo.training.requeue`). The same for every kind of
+run."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from rlzoo.provenance import cpu_seconds
 from rlzoo.rundir import RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.faults import run_writes
+from rlzoo.training.requeue import RequeueSignal
 from rlzoo.training.resume import check_still_planned, open_run_dir
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ class RunContext:
         self.clock = RunClock.resumed(point.elapsed if point is not None else 0.0)
         self.started = time.perf_counter()
         self.cpu_started = cpu_seconds()
+        self.requeue = RequeueSignal()
         self._cleanup = ExitStack()
 
     def __enter__(self) -> RunContext:
@@ -85,6 +88,9 @@ class RunContext:
                 make_logger(folder, plan.logging.formats, wandb_run, wandb_prefix=prefix, wandb_state=state)
             )
         self._cleanup.callback(self._close_logging, models, wandb_run)
+        if plan.settings.checkpoint_freq:  # Slurm's warning: a checkpoint, then the requeue (rlzoo.training.requeue)
+            self.requeue.arm()
+            self._cleanup.callback(self.requeue.disarm)
 
     def _close_logging(self, models: Mapping[str, BaseAlgorithm], wandb_run: object) -> None:
         for model in models.values():

@@ -2,7 +2,10 @@
 the run keys it honours.
 
 A kind (single-agent, multi-agent) is a :class:`RunKind`: it plans a run (:class:`KindPlan`), builds its learners
-and envs (:class:`Learning`) and says which run keys of ``conf/train.yaml`` it honours. The skeleton does the rest
+and envs (:class:`Learning`), loads a trained run's agent and replays it (:class:`ReplayRequest`), and says which run
+keys of ``conf/train.yaml`` it honours. A run's kind is resolved once, by :func:`resolve_kind` (from a config) or
+:func:`kind_of_run` (from a run dir's saved config), through the registry :data:`KINDS`: adding a kind is one class
+and one :class:`KindEntry`. The skeleton does the rest
 once for every kind: the run dir's claim and lock (fresh, or cut back to the resume point), the write-fault guard,
 loggers and W&B, the run clock and the metrics file. A kind's learning uses the shared writers: the returns100 curve
 and checkpoints with their resume state (:mod:`rlzoo.training.callbacks`). A run key a kind does not honour is refused
@@ -12,7 +15,10 @@ before anything is written (:func:`refuse_unhonoured`).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from omegaconf import DictConfig
@@ -20,14 +26,16 @@ from omegaconf import DictConfig
 from rlzoo.config import resolved_values
 from rlzoo.errors import ConfigError
 from rlzoo.hardware import Hardware
-from rlzoo.rundir import RunDir
+from rlzoo.rundir import FINAL, RunDir
 from rlzoo.training.settings import RunSettings
 
 if TYPE_CHECKING:
+    import numpy as np
     from stable_baselines3.common.base_class import BaseAlgorithm
 
     from rlzoo.training.budget import RunClock
     from rlzoo.training.plan import LogPlan
+    from rlzoo.training.requeue import RequeueSignal
     from rlzoo.training.resume import ResumePoint
 
 # Every run key of conf/train.yaml (RunSettings' fields).
@@ -83,17 +91,63 @@ class Learning(Protocol):
 
 
 class Resources(Protocol):
-    """What a kind's build may use of the run's context (:class:`rlzoo.training.context.RunContext`)."""
+    """What a kind's build may use of the run's context (:class:`rlzoo.training.context.RunContext`): the run clock,
+    Slurm's warning (armed once the run dir is claimed, when the run keeps checkpoints: the learning saves one and
+    hands it on) and the things to close."""
 
     @property
     def clock(self) -> RunClock: ...
+    @property
+    def requeue(self) -> RequeueSignal: ...
 
     def on_exit(self, callback: Callable[..., Any], *args: Any) -> None:
         """Call ``callback(*args)`` when the run ends (envs to close ...)."""
 
 
+@dataclass(frozen=True)
+class ReplayRequest:
+    """What to replay of a trained run (``python -m rlzoo.enjoy``, the report's replays).
+
+    :param checkpoint: the model (the checkpoint vocabulary of :meth:`rlzoo.rundir.RunDir.find_model`).
+    :param episodes: episodes to play, episode ``i`` seeded ``seed + i``.
+    :param frames: record an ``rgb_array`` frame per step.
+    :param plots: the figures to write (``trajectory``, ``action_probabilities``) into ``out`` as
+        ``<label><suffix>_<name>.png`` (label: ``final``, ``best``, ``checkpoint_<steps>``).
+    :param trusted: load with SB3's own ``load`` (it unpickles) and any ``_target_``.
+    :param allow: module names whose ``_target_`` entries the caller trusts.
+    """
+
+    checkpoint: int | str = FINAL
+    episodes: int = 1
+    deterministic: bool = True
+    seed: int = 0
+    frames: bool = False
+    plots: tuple[str, ...] = ()
+    out: Path | None = None
+    suffix: str = ""
+    trusted: bool = False
+    allow: tuple[str, ...] = ()
+
+
+@dataclass
+class Replayed:
+    """What a replay played: ``label`` (``final``, ``best``, ``checkpoint_<steps>``), the console line, the returns
+    (summed over agents) and lengths, the returns table (CSV), the frames of every episode in order and the figures
+    written."""
+
+    label: str
+    summary: str
+    returns: list[float]
+    lengths: list[int]
+    table: str
+    frames: list[np.ndarray] = field(default_factory=list)
+    fps: int = 30
+    figures: list[Path] = field(default_factory=list)
+
+
 class RunKind(Protocol):
-    """One kind of run: its name (in messages), the run keys it honours, its plan and its build."""
+    """One kind of run: its name (in messages), the run keys it honours, its plan and its build; and for a trained
+    run of the kind, its agent (:meth:`load`) and its replay (:meth:`replay`)."""
 
     name: str
     honoured: frozenset[str]
@@ -103,6 +157,92 @@ class RunKind(Protocol):
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> KindPlan: ...
 
     def build(self, plan: Any, context: Resources) -> Learning: ...
+
+    def load(
+        self, run: RunDir, checkpoint: int | str | None, *, deterministic: bool, trusted: bool, allow: Sequence[str]
+    ) -> Any:
+        """The test agent of a trained run of this kind (learning off, on the CPU)."""
+        ...
+
+    def check_replay(self, request: ReplayRequest) -> None:
+        """Refuse, in one line, what this kind cannot replay (a checkpoint, a figure)."""
+
+    def replay(self, run: RunDir, request: ReplayRequest) -> Replayed:
+        """Play ``request.episodes`` episodes of a trained run of this kind (:meth:`check_replay` first), recording
+        what is asked for."""
+        ...
+
+
+@dataclass(frozen=True)
+class KindEntry:
+    """A kind in the registry: its name, its class as ``module:Class`` (imported only for a run of the kind) and the
+    config keys that mark a run of it (a dotted key marks when present; no key: the kind of every other run)."""
+
+    name: str
+    target: str
+    marks: tuple[str, ...] = ()
+
+    def marks_config(self, config: DictConfig) -> bool:
+        return any(_present(config, key) for key in self.marks)
+
+    def make(self) -> RunKind:
+        module, name = self.target.split(":")
+        kind: RunKind = getattr(importlib.import_module(module), name)()
+        return kind
+
+
+def _present(config: DictConfig, dotted: str) -> bool:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, DictConfig) or node.get(part) is None:
+            return False
+        node = node.get(part)
+    return True
+
+
+# The kinds of run, the first whose marks a config has wins; the last one (no marks) takes every other config.
+SINGLE_AGENT = "single-agent"
+KINDS: list[KindEntry] = [
+    KindEntry("multi-agent", "rlzoo.multiagent.kind:MultiAgent", ("multiagent", "env.api")),
+    KindEntry(SINGLE_AGENT, "rlzoo.agents.kind:SingleAgent"),
+]
+
+
+def register_kind(entry: KindEntry) -> None:
+    """Add a kind ahead of the built-in ones (replacing one of the same name)."""
+    KINDS[:] = [entry, *(known for known in KINDS if known.name != entry.name)]
+
+
+def kind_entry(config: DictConfig) -> KindEntry:
+    """The registry's entry for a run of ``config`` (a composed or a saved config)."""
+    return next(entry for entry in KINDS if not entry.marks or entry.marks_config(config))
+
+
+def resolve_kind(cfg: DictConfig) -> RunKind:
+    """The kind of run ``cfg`` asks for; with ``resume=<run dir>``, the saved run's."""
+    resume = cfg.get("resume")
+    if resume and RunDir(Path(str(resume))).is_run():
+        cfg = RunDir(Path(str(resume))).read_config()
+    return kind_entry(cfg).make()
+
+
+def kind_of_run(run_dir: str | Path) -> tuple[RunKind, RunDir]:
+    """The kind of the trained run in ``run_dir`` (from its saved config), and the run dir (:func:`open_run`)."""
+    run = open_run(run_dir)
+    return kind_entry(run.read_config()).make(), run
+
+
+def open_run(run_dir: str | Path) -> RunDir:
+    """The run dir at ``run_dir``, or a ConfigError saying why it is not one."""
+    run = RunDir(Path(run_dir).expanduser())
+    if not run.path.is_dir():
+        raise ConfigError(f"run={run_dir}: no such folder; pass the folder a training run wrote (with config.yaml)")
+    if not run.is_run():
+        raise ConfigError(
+            f"run={run_dir} is not a run dir (it has no config.yaml); pass the folder a training run wrote, "
+            "e.g. outputs/<date>/<time>_<algo>_<env>"
+        )
+    return run
 
 
 def user_set_keys(values: dict[str, Any], typed: dict[str, Any]) -> dict[str, Any]:

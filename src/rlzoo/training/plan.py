@@ -70,6 +70,41 @@ class RunPlan:
         return training_seed(self.settings.seed, self.resume_point)
 
 
+@dataclass(frozen=True)
+class Prologue:
+    """What every kind's plan starts from, checked: the run keys, the hardware, the algorithm factory (its keywords
+    and ``policy_kwargs``), the loggers, and the resolved config's values, which the kind's plan completes.
+
+    :param values: the resolved config (a resumed run's saved one) as plain values, for the kind's plan to complete.
+    """
+
+    values: dict[str, Any]
+    settings: RunSettings
+    hardware: Hardware
+    factory: AlgorithmFactory
+    logging: LogPlan
+
+    @classmethod
+    def of(cls, cfg: DictConfig, overrides: Sequence[str] = ()) -> Prologue:
+        """The checks every kind of run makes first (``resume=<run dir>``: on the saved config, which ``overrides``
+        must agree with); ``cfg`` is not changed."""
+        if cfg.get("resume"):
+            cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
+        values = resolved_values(cfg)
+        settings = RunSettings.from_values(values)
+        hardware = Hardware.from_config(values["hardware"])
+        check_budget(settings, overrides)
+        factory = check_policy_kwargs(build_algorithm_factory(OmegaConf.create(values["algo"])))
+        return cls(values, settings, hardware, factory, log_plan(values["logger"], settings.verbose))
+
+    def finish(self, run_dir_state: bool) -> tuple[DictConfig, ResumePoint | None]:
+        """The config to record (the completed values) and, with ``run_dir_state``, where an unfinished run in the
+        run dir continues from (a finished run is refused)."""
+        config = OmegaConf.create(self.values)
+        run = RunDir(Path(self.settings.run_dir))
+        return config, find_resume_point(run, config) if run_dir_state else None
+
+
 def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: bool = True) -> RunPlan:
     """Check ``cfg`` as ``train(cfg)`` does and plan the run; ``cfg`` is not changed.
 
@@ -77,13 +112,8 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     :param run_dir_state: read the run dir's state (refuse a finished run, find a resume point); off for presets,
         whose run dir is chosen when they are saved.
     """
-    if cfg.get("resume"):
-        cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
-    values = resolved_values(cfg)
-    settings = RunSettings.from_values(values)
-    hardware = Hardware.from_config(values["hardware"])
-    check_budget(settings, overrides)
-    factory = check_policy_kwargs(build_algorithm_factory(OmegaConf.create(values["algo"])))
+    prologue = Prologue.of(cfg, overrides)
+    values, settings, factory = prologue.values, prologue.settings, prologue.factory
     spec = EnvSpec.from_values(values["env"])
     spec = spec.with_kwargs(**fit_action_type(spec.kwargs, factory.algo_class))
     values["srl_model"] = pin_representation(values["srl_model"], spec.id)
@@ -94,12 +124,11 @@ def plan_run(cfg: DictConfig, overrides: Sequence[str] = (), *, run_dir_state: b
     settings = dataclasses.replace(settings, normalize=observing.normalize)
     values["env"], values["normalize"] = spec.values(), observing.normalize
     policy = factory.policy_for(observing.policy_family)
-    logging = log_plan(values["logger"], settings.verbose)
     init_point = find_init_point(settings.init_from, values, factory.algo_class) if settings.init_from else None
     values["init_from"] = init_point.pinned if init_point is not None else None  # recorded: the model used
-    config = OmegaConf.create(values)
-    resume_point = find_resume_point(RunDir(Path(settings.run_dir)), config) if run_dir_state else None
-    return RunPlan(config, settings, hardware, factory, spec, representation, policy, logging, resume_point, init_point)
+    config, resume_point = prologue.finish(run_dir_state)
+    return RunPlan(config, settings, prologue.hardware, factory, spec, representation, policy, prologue.logging,
+                   resume_point, init_point)  # fmt: skip
 
 
 def log_plan(logger_values: dict[str, Any], verbose: int) -> LogPlan:

@@ -16,7 +16,6 @@ from stable_baselines3.common.utils import set_random_seed
 from rlzoo.provenance import source_commit
 from rlzoo.training.context import RunContext
 from rlzoo.training.kind import RunKind, refuse_unhonoured
-from rlzoo.training.single_agent import CallbackFactory, SingleAgent
 
 
 def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
@@ -33,6 +32,7 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         learning = kind.build(plan, context)
         context.claim(learning)  # the run dir exists from here on
         evaluated = learning.learn(context.clock)
+        context.requeue.learning_ended()  # Slurm's warning: back to the handler that was there
         metrics = {"train/timesteps": float(learning.timesteps), "time/train_seconds": context.seconds(), **evaluated}
         learning.save()
         metrics |= learning.test()
@@ -41,13 +41,3 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         plan.run.write_provenance(source_commit())
         plan.run.write_metrics(metrics)
     return metrics
-
-
-def train_run(
-    cfg: DictConfig, overrides: Sequence[str] = (), extra_callbacks: CallbackFactory | None = None
-) -> dict[str, float]:
-    """A single-agent run (:func:`run` with :class:`SingleAgent`).
-
-    :param extra_callbacks: makes callbacks that learn with the run's own (one returning False stops training).
-    """
-    return run(SingleAgent(extra_callbacks), cfg, overrides)

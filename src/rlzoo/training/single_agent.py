@@ -1,6 +1,6 @@
-"""The single-agent kind of run: one SB3 model on ``n_envs`` Gymnasium envs, learning with ``model.learn()`` and
-the run's callbacks (returns100, checkpoints, live plots, keep-best evaluation), tested on envs of its own.
-Every run key of ``conf/train.yaml`` is honoured."""
+"""How a single-agent run learns (its kind: :mod:`rlzoo.agents.kind`): one SB3 model on ``n_envs`` Gymnasium envs,
+learning with ``model.learn()`` and the run's callbacks (returns100, checkpoints, live plots, keep-best evaluation),
+tested on envs of its own."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
@@ -22,10 +21,10 @@ from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.episodes import Progress, play_episodes, summarize
 from rlzoo.training.faults import building
 from rlzoo.training.keep_best import KeepBest, load_best
-from rlzoo.training.kind import RUN_KEYS, Resources
+from rlzoo.training.kind import Resources
 from rlzoo.training.monitor import PerEnvMonitor
 from rlzoo.training.normalization import FrozenNormalization
-from rlzoo.training.plan import RunPlan, plan_run
+from rlzoo.training.plan import RunPlan
 
 LOG = logging.getLogger("rlzoo")
 EVAL_SEED_OFFSET = 20_000  # keep-best evaluation episodes are neither training nor test episodes
@@ -34,35 +33,23 @@ EVAL_SEED_OFFSET = 20_000  # keep-best evaluation episodes are neither training 
 CallbackFactory = Callable[[RunBuilder], Sequence[BaseCallback]]
 
 
-class SingleAgent:
-    """The single-agent kind (:class:`rlzoo.training.kind.RunKind`).
+def build_single_agent(
+    plan: RunPlan, context: Resources, extra_callbacks: CallbackFactory | None = None
+) -> SingleAgentLearning:
+    """The training envs (monitored, normalised) and the model (fresh, resumed or fine-tuned): nothing written; an
+    error building the model is one line.
 
     :param extra_callbacks: makes callbacks that learn with the run's own (one returning False stops training).
     """
-
-    name = "single-agent"
-    honoured = frozenset(RUN_KEYS)
-    fixed: Mapping[str, Any] = {}
-    why: Mapping[str, str] = {}
-
-    def __init__(self, extra_callbacks: CallbackFactory | None = None) -> None:
-        self.extra_callbacks = extra_callbacks
-
-    def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> RunPlan:
-        return plan_run(cfg, overrides)
-
-    def build(self, plan: RunPlan, context: Resources) -> SingleAgentLearning:
-        """The training envs (monitored, normalised) and the model (fresh, resumed or fine-tuned): nothing written;
-        an error building the model is one line."""
-        build = RunBuilder(plan)
-        venv = build.training_env()
-        context.on_exit(venv.close)
-        monitor = build.monitored(venv, None, context.clock.start)
-        normalizer = build.normalizer(monitor)
-        env: VecEnv = normalizer or monitor
-        with building(f"the {plan.factory.name} model"):
-            model = build.model(env, normalizer)
-        return SingleAgentLearning(build, context, monitor, normalizer, model, self.extra_callbacks)
+    build = RunBuilder(plan)
+    venv = build.training_env()
+    context.on_exit(venv.close)
+    monitor = build.monitored(venv, None, context.clock.start)
+    normalizer = build.normalizer(monitor)
+    env: VecEnv = normalizer or monitor
+    with building(f"the {plan.factory.name} model"):
+        model = build.model(env, normalizer)
+    return SingleAgentLearning(build, context, monitor, normalizer, model, extra_callbacks)
 
 
 class SingleAgentLearning:
@@ -101,7 +88,8 @@ class SingleAgentLearning:
         returns100 = Returns100(plan.run.returns100, pending=point.pending_returns if point else ())
         callbacks: list[Any] = [returns100]
         if settings.checkpoint_freq:
-            callbacks.append(Checkpoint(plan.run, settings.checkpoint_freq, self.normalizer, returns100, clock))
+            every, requeue = settings.checkpoint_freq, self.context.requeue
+            callbacks.append(Checkpoint(plan.run, every, self.normalizer, returns100, clock, requeue))
         if plan.logging.visdom is not None:  # logger=visdom: live plots
             callbacks.append(LivePlot(plan.logging.visdom, plan.run.path))
         keep = _keep_best(plan, self.normalizer) if settings.eval_freq else None
