@@ -36,7 +36,7 @@ class RecordsSettings:
     store: str
     sources: list[str]
     docs: str | None = None
-    srl_model: str | None = None
+    representation: str | None = None
     seed: int | None = None
     dir: str | None = None
 
@@ -67,11 +67,11 @@ def run(settings: RecordsSettings) -> None:
         section = write_table(store, None if settings.docs is None else Path(settings.docs))
         print(section if settings.docs is None else f"rlzoo.records: the table of {store} is in {settings.docs}")
     else:
-        if settings.srl_model is None or settings.seed is None:
-            raise ConfigError("action=rerun needs srl_model=<name> and seed=<n> of a stored record")
-        name = f"{settings.srl_model}_seed{settings.seed}"
+        if settings.representation is None or settings.seed is None:
+            raise ConfigError("action=rerun needs representation=<srl_model> and seed=<n> of a stored record")
+        name = f"{settings.representation}_seed{settings.seed}"
         folder = Path(settings.dir) if settings.dir else Path("multirun") / "rerun" / name
-        print(rerun_record(store, settings.srl_model, settings.seed, folder))
+        print(rerun_record(store, settings.representation, settings.seed, folder))
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="records", version_base="1.3")

@@ -25,7 +25,7 @@ from rlzoo.schema import parse
 
 STORE_FILE = "store.yaml"
 SHARDS = "shards.csv"
-BEGIN = "<!-- store table: begin (python -m rlzoo.records action=table; edit the store, not this table) -->"
+BEGIN = "<!-- store table: begin (written from the store by rlzoo.records: edit the store, not this table) -->"
 END = "<!-- store table: end -->"
 PROFILE = "srl_benchmark_small_profile.png"
 
