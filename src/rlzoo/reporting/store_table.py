@@ -168,14 +168,20 @@ def _shard_lines(store: Path) -> list[str]:
     shards = _shards(store)
     if not shards:
         return []
-    lines = ["| shard | seeds | records | CPU s (user + system) | wall | load average (1 min: mean, max) |",
-             "|---|---|---:|---:|---:|---|"]  # fmt: skip
+    lines = ["| shard | seeds | records | CPU s (user + system) | wall | load average (1 min: mean, max) | finished |",
+             "|---|---|---:|---:|---:|---|---|"]  # fmt: skip
     for shard in shards:
         lines.append(
-            f"| {shard['shard']} | {shard['seeds']} | {shard['records']} | {float(shard['cpu_seconds']):,.0f} | "
-            f"{float(shard['wall_seconds']) / 60:.0f} min | {shard['load_mean']}, {shard['load_max']} |"
+            f"| {shard['shard']} | {shard['seeds']} | {shard['records']} | {_seconds(shard['cpu_seconds'])} | "
+            f"{_seconds(shard['wall_seconds'], 60, ' min')} | {shard['load_mean']}, {shard['load_max']} | "
+            f"{shard['finished']} |"
         )
     return lines
+
+
+def _seconds(value: str, unit: float = 1.0, suffix: str = "") -> str:
+    """A shard's figure in ``unit``s (``—`` where it was not measured)."""
+    return f"{float(value) / unit:,.0f}{suffix}" if value else "—"
 
 
 def replace_section(text: str, section: str, where: str) -> str:
