@@ -58,13 +58,24 @@ def run_shard(worktree: Path, seeds: str, pipeline_dir: Path, log_dir: Path) -> 
                f"pipeline.dir={pipeline_dir.resolve()}"]  # fmt: skip
     environment = {**os.environ, "PYTHONPATH": str(worktree.resolve() / "src")}
     with (log_dir / "pipeline.log").open("w") as out:
-        process = subprocess.Popen(command, cwd=worktree, env=environment, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=worktree, env=environment, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
         try:
             return process.wait() == 0
         except KeyboardInterrupt:
-            process.send_signal(signal.SIGTERM)
-            process.wait()
+            stop_group(process)
             return False
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop the pipeline and its workers with SIGINT, which ``/usr/bin/time`` ignores while it waits, so that it
+    still writes its report; SIGTERM after a minute."""
+    os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
 
 
 def record_shard(name: str, seeds: str, commit: str, pipeline_dir: Path, log_dir: Path, load: list[float],
