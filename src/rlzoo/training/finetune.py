@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
 from rlzoo.training.safe_load import describe_saved_space, first_line
+from rlzoo.untrusted import check_links, refuse_interpolations
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -99,7 +100,10 @@ def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> Ini
         point = InitPoint(run.path, None, best=True)
     else:
         point = InitPoint(run.path, _choose(run, checkpoint, value))
-    saved = OmegaConf.to_container(run.read_config(), resolve=True)
+    config = run.read_config()
+    refuse_interpolations(config, run.config)  # read as data: fine-tuning never needs trust
+    check_links(run.path)
+    saved = OmegaConf.to_container(config, resolve=True)
     assert isinstance(saved, dict)
     saved_algo = str(saved["algo"]["_target_"])
     if saved_algo.rsplit(".", 1)[-1] != algo_class.__name__:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, load_obs_norm
 from rlzoo.training.safe_load import check_targets, restore_weights
+from rlzoo.untrusted import check_links, inside
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -113,12 +114,29 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     if not checkpoints:
         return None
     newest = checkpoints[-1]
-    state_file = newest / CHECKPOINT_STATE
-    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    state = _read_state(run, newest / CHECKPOINT_STATE)
     return ResumePoint(
         newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
         float(state.get("elapsed_seconds", 0.0)), dict(state.get("kind", {})),
     )  # fmt: skip
+
+
+def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
+    """A checkpoint's ``state.json``, checked: the log files it names (to cut back) lie inside the run dir, as every
+    file of the run dir does (no link leads out of it); one line otherwise."""
+    check_links(run.path)
+    if not path.is_file():
+        return {}
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise Refused(f"{path} is not JSON: {error}") from None
+    lines = state.get("log_lines", {}) if isinstance(state, dict) else None
+    if not isinstance(lines, dict) or not all(isinstance(n, int) and not isinstance(n, bool) for n in lines.values()):
+        raise Refused(f"{path}: log_lines must map log files of the run to line counts, got {lines!r}"[:300])
+    for relative in lines:
+        inside(run.path, relative, f"{path}: log_lines")
+    return state
 
 
 def training_seed(seed: int, point: ResumePoint | None) -> int:
@@ -161,7 +179,7 @@ def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
             path.unlink(missing_ok=True)
         return
     for relative, keep in point.log_lines.items():
-        path = run.path / relative
+        path = inside(run.path, relative, "log_lines")  # checked when the point was found; checked again here
         if path.is_file():
             with path.open("rb") as stream:
                 lines = stream.readlines()[:keep]
