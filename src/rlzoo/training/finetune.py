@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
-from rlzoo.training.safe_load import describe_saved_space, first_line
+from rlzoo.training.safe_load import describe_saved_space, weights_error
 from rlzoo.untrusted import check_links, refuse_interpolations
 
 if TYPE_CHECKING:
@@ -163,7 +163,9 @@ def init_model(model: BaseAlgorithm, point: InitPoint, normalizer: VecNormalize 
     try:  # the weights only (torch.load with weights_only): the data entry's pickles are not read
         _, params, _ = load_from_zip_file(point.model, device=model.device, load_data=False)
     except Exception as error:  # a truncated zip, a .pth holding a pickled object ...
-        raise ConfigError(f"init_from={point.pinned}: {point.model} cannot be read: {first_line(error)}") from None
+        raise ConfigError(
+            f"init_from={point.pinned}: {weights_error(point.model, 'an SB3 model', error, hint=False)}"
+        ) from None
     if params is None or "policy" not in params:
         raise ConfigError(f"init_from={point.pinned}: {point.model} holds no policy weights")
     try:

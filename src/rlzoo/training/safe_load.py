@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
+import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -189,6 +191,17 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def weights_error(path: Path, name: str, error: BaseException, hint: bool = True) -> ConfigError:
+    """One line for weights that do not load: a pickled object (refused by ``torch.load(weights_only=True)``) is
+    named in a few words (``hint``: with how to load it trusted), other errors by their first line."""
+    if isinstance(error, pickle.UnpicklingError) or "Weights only load failed" in str(error):
+        trust = f"; {TRUST_HINT}" if hint else ""
+        return Refused(
+            f"{path} cannot be loaded as {name}: its weights hold a pickled object, not plain tensors{trust}"
+        )
+    return ConfigError(f"{path} cannot be loaded as {name}: {first_line(error)}")
+
+
 def saved_data(path: Path, what: str = "an SB3 model") -> dict[str, Any]:
     """The ``data`` JSON of an SB3 ``model.zip``, as plain JSON (``:serialized:`` entries stay base64 text).
 
@@ -225,14 +238,16 @@ def restore_weights(model: BaseAlgorithm, path: Path) -> None:
     name = type(model).__name__
     data = saved_data(path, name)
     try:
-        if is_jax_model(model):
-            _restore_jax(model, path)
-        else:
-            _restore_torch(model, path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SB3's notes on an old or odd zip: the one line below says what failed
+            if is_jax_model(model):
+                _restore_jax(model, path)
+            else:
+                _restore_torch(model, path)
     except ConfigError:
         raise
     except Exception as error:  # torch's refusal of a pickled object, shapes that differ ...
-        raise ConfigError(f"{path} cannot be loaded as {name}: {first_line(error)}") from None
+        raise weights_error(path, name, error) from None
     for key in PLAIN_KEYS:
         value = data.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and hasattr(model, key):
@@ -262,7 +277,7 @@ def _attribute(model: BaseAlgorithm, dotted: str) -> Any:
 def _restore_jax(model: BaseAlgorithm, path: Path) -> None:
     weights = path.parent / JAX_WEIGHTS
     if not weights.is_file():
-        raise ConfigError(
+        raise Refused(
             f"{path} is an SBX model saved without {JAX_WEIGHTS} (a run from an older rlzoo): its weights are in a "
             f"pickle; {TRUST_HINT}"
         )
