@@ -84,9 +84,11 @@ def check_links(root: Path) -> None:
     for folder, folders, files in os.walk(base):
         for name in [*folders, *files]:
             entry = Path(folder) / name
-            if entry.is_symlink():
-                inside(base, entry.relative_to(base), f"{entry} (a symlink)")
-            elif name in files and entry.stat().st_nlink > 1:
+            if entry.is_symlink() and not _within(entry.resolve(), base):
+                raise Refused(
+                    f"{entry} is a symlink to {entry.resolve()}, outside {base}; a run dir's files are its own"
+                )
+            if not entry.is_symlink() and name in files and entry.stat().st_nlink > 1:
                 raise Refused(f"{entry} is hard-linked to a file elsewhere; a run dir's files are its own")
 
 
@@ -131,13 +133,15 @@ def check_origin(module: str, what: str, run_root: Path | None, *, current_folde
         spec = None
     if spec is None:
         return  # not installed: importing it fails in one line where it is used
-    refused = [] if current_folder else [Path.cwd().resolve()]
-    base = run_root.resolve() if run_root is not None else None
-    if base is not None:
-        refused.append(base.parent)
+    cwd, base = Path.cwd().resolve(), run_root.resolve() if run_root is not None else None
     for folder in _folder_of(spec):
-        if folder in refused or (base is not None and _within(folder, base)):
-            raise Refused(
-                f"{what}: module {top!r} would be imported from {folder} (the current folder or the run dir), not "
-                "from an installed package; rlzoo imports nothing a shared run ships"
-            )
+        if base is not None and (folder == base.parent or _within(folder, base)):
+            where = "the run dir" if _within(folder, base) else "the folder holding the run dir"
+        elif folder == cwd and not current_folder:
+            where = "the current folder"
+        else:
+            continue
+        raise Refused(
+            f"{what}: module {top!r} would be imported from {folder} ({where}), not from an installed package; "
+            "rlzoo imports nothing a shared run ships"
+        )
