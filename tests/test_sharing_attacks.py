@@ -210,7 +210,9 @@ def _pipeline(run: Path, trusted: bool, allow: tuple[str, ...]) -> None:
     from rlzoo.pipeline.command import results
     from rlzoo.pipeline.spec import pipeline_spec
 
-    spec = pipeline_spec(["experiment=srl_benchmark_small", f"pipeline.dir={run.parent.parent}"])
+    spec = pipeline_spec(
+        ["experiment=srl_benchmark_small", "pipeline.verdict_of=null", f"pipeline.dir={run.parent.parent}"]
+    )
     assert spec.runs_dir == run.parent
     results(spec, lambda _: None)
 
@@ -276,11 +278,15 @@ def planted(
     return run, marker
 
 
+# The pipeline's results step makes its table (seconds of figures) before the report replays its cached runs: it takes
+# one case of each family; the report path, the same replays, takes them all.
+PIPELINE_CASES = ("node-value", "decode-list_item", "escaped-partial", "module-env-id", "yaml-tag", "symlink-enjoy")
 CASES = [
     (attack, path)
     for attack, path in itertools.product(ATTACKS, LOADS)
     if (ATTACKS[attack].reads is None or path in ATTACKS[attack].reads)
     and not (path == "multiagent" and ATTACKS[attack].leads_to is not None)  # path cases: the single-agent layout
+    and (path != "pipeline" or attack in PIPELINE_CASES)
 ]
 
 
@@ -304,8 +310,9 @@ def test_untrusted_load_refuses_in_one_line_and_changes_nothing(
         assert f"the replay of run {run}" in message  # names the run
     assert not marker.exists()
     after = snapshot(tmp_path)
-    if path == "pipeline":  # its table comes before the report's replays
-        after = {key: value for key, value in after.items() if not key.startswith("pipe/results")}
+    if path == "pipeline":  # its table (results/) comes before the report's replays
+        after = {key: value for key, value in after.items() if key != "pipe" and not key.startswith("pipe/results")}
+        before.pop("pipe")
     assert after == before
 
 
