@@ -84,7 +84,8 @@ class Attack:
     :param plant: plants the payload in the run copy for the marker (returns the modules it ships, for sys.path).
     :param message: the refusal's regex.
     :param reads: the load paths that read what it plants (None: all).
-    :param live: trusted=true runs it (a YAML tag never runs: OmegaConf's loader builds no objects).
+    :param live: trusted=true runs it (a YAML tag never runs: OmegaConf's loader builds no objects; an ``oc.env``
+        interpolation reads, it runs nothing).
     :param leads_to: for a path case, the path (in the copy) whose resolution leads outside it.
     """
 
@@ -126,6 +127,21 @@ def _plant_module(run: Path, marker: Path) -> None:
     (run.parent / f"{name}.py").write_text(f"open({str(marker)!r}, 'w')\n")
     multiagent = OmegaConf.load(run / "config.yaml").get("multiagent")
     _edit_config(run, lambda config: config.env.__setitem__("id", name if multiagent else f"{name}:CartPole-v1"))
+
+
+def _plant_self_trusted(run: Path, marker: Path) -> None:
+    """A payload in a config that says ``trusted: true``: only the loading user's word counts."""
+
+    def edit(config: DictConfig) -> None:
+        config.trusted = True
+        config.algo.learning_rate = payload(marker)
+
+    _edit_config(run, edit)
+
+
+def _plant_environment(run: Path, marker: Path) -> None:
+    """An interpolation reading the loading user's environment (into a table, a message ...): nothing to run."""
+    _edit_config(run, lambda config: config.algo.__setitem__("gamma", "${oc.env:HOME}"))
 
 
 def _plant_yaml_tag(run: Path, marker: Path) -> None:
@@ -172,7 +188,11 @@ def attacks() -> list[Attack]:
         Attack(f"{hiding}-{place}", _plant_value(hiding, place), HIDDEN_TARGET)
         for hiding, place in itertools.product(HIDINGS, PLACES)
     ]
+    cases.append(Attack("self-trusted", _plant_self_trusted, r"algo.learning_rate._target_='codecs.open' is outside"))
     cases.append(Attack("module-env-id", _plant_module, r"module 'shipped_\d+' is not on the import allowlist"))
+    cases.append(
+        Attack("environment", _plant_environment, r"algo.gamma='\$\{oc.env:HOME\}' is an interpolation", live=False)
+    )
     cases.append(Attack("yaml-tag", _plant_yaml_tag, r"config.yaml is not plain YAML \(line \d+\)", live=False))
     for name, shape in (("dotdot", "../../victim.txt"), ("absolute", "{victim}")):
         cases.append(Attack(f"log-{name}", _plant_log_lines(shape), OUTSIDE, RESUME, leads_to=shape))
@@ -339,8 +359,8 @@ def test_path_cases_lead_outside_and_are_refused_even_trusted(
     assert case.leads_to is not None
     named = (run / case.leads_to.format(victim=tmp_path / "victim.txt")).resolve()
     assert named in (tmp_path / "victim.txt", tmp_path / "outside")  # the payload: a path that leads out
-    if not (run / MODEL).exists():  # a state-file case: its copy is unfinished
-        before = snapshot(tmp_path)
-        with pytest.raises(ConfigError, match=OUTSIDE):
-            _resume(run, True, ())
-        assert snapshot(tmp_path) == before and (tmp_path / "victim.txt").read_text() == "kept\n"
+    load = _resume if not (run / MODEL).exists() else LOADS["load_run"]  # a state-file case: its copy is unfinished
+    before = snapshot(tmp_path)
+    with pytest.raises(ConfigError, match=OUTSIDE):
+        load(run, True, ())
+    assert snapshot(tmp_path) == before and (tmp_path / "victim.txt").read_text() == "kept\n"

@@ -31,10 +31,11 @@ from rlzoo.training.episodes import EpisodeResult, play_episodes
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
 from rlzoo.training.safe_load import check_targets, load_untrusted
+from rlzoo.untrusted import check_links
 
 
 def open_run(run_dir: str | Path) -> RunDir:
-    """The run dir at ``run_dir``, or a ConfigError saying why it is not one."""
+    """The run dir at ``run_dir``, or a ConfigError saying why it is not one (or that a link in it leads out)."""
     run = RunDir(Path(run_dir).expanduser())
     if not run.path.is_dir():
         raise ConfigError(f"run={run_dir}: no such folder; pass the folder a training run wrote (with config.yaml)")
@@ -43,6 +44,7 @@ def open_run(run_dir: str | Path) -> RunDir:
             f"run={run_dir} is not a run dir (it has no config.yaml); pass the folder a training run wrote, "
             "e.g. outputs/<date>/<time>_<algo>_<env>"
         )
+    check_links(run.path)  # trusted or not: what is read and written here (enjoy/) stays inside the run dir
     return run
 
 

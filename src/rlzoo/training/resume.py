@@ -102,6 +102,7 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
         if run.trained() or run.checkpoints():
             raise ConfigError(f"run_dir {run.path} holds a model but no config.yaml; choose another run_dir")
         return None
+    check_links(run.path)  # trusted or not: a resume writes into the run dir only
     differences = _differences(run.read_config(), cfg)
     if differences:
         raise ConfigError(
@@ -123,8 +124,7 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
 
 def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
     """A checkpoint's ``state.json``, checked: the log files it names (to cut back) lie inside the run dir, as every
-    file of the run dir does (no link leads out of it); one line otherwise."""
-    check_links(run.path)
+    file of the run dir does (:func:`find_resume_point` checked its links); one line otherwise."""
     if not path.is_file():
         return {}
     try:
