@@ -20,6 +20,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
+import rlzoo
 from conftest import TINY_ALGO_RUNS, TINY_RUN
 from rlzoo.agents import load_agent
 from rlzoo.config import compose_config
@@ -364,3 +367,19 @@ def test_path_cases_lead_outside_and_are_refused_even_trusted(
     with pytest.raises(ConfigError, match=OUTSIDE):
         load(run, True, ())
     assert snapshot(tmp_path) == before and (tmp_path / "victim.txt").read_text() == "kept\n"
+
+
+def test_report_command_fails_in_one_line_naming_the_refused_run(
+    bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line: ``rlzoo.report`` exits non-zero with one line naming the run; no page is written."""
+    run, marker = planted(ATTACKS["node-value"], "report", bases, tmp_path, monkeypatch)
+    out = tmp_path / "report.html"
+    source = str(Path(rlzoo.__file__).resolve().parents[1])  # this checkout's rlzoo, from any working directory
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "rlzoo.report", f"dir={run.parent}", f"out={out}"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode != 0 and not marker.exists() and not out.exists()
+    assert re.fullmatch(rf"rlzoo.report: error: the replay of run {re.escape(str(run))} was refused: .*\n", done.stderr)
