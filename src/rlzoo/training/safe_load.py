@@ -2,12 +2,15 @@
 
 A run dir may come from someone else, so by default nothing in it is code:
 
-- ``config.yaml``'s ``_target_`` entries (:func:`check_targets`) are resolved only within an allowlist: algorithm,
+- ``config.yaml`` (:func:`check_targets`) holds no interpolation (:mod:`rlzoo.untrusted`), so the tree checked is the
+  tree built; its ``_target_`` entries (every node and list item) are resolved only within an allowlist: algorithm,
   policy, network, feature-extractor and action-noise classes of SB3, sb3-contrib, SBX and rlzoo, SB3's schedules,
   ``torch.nn`` modules (activations, through ``hydra.utils.get_class``), rlzoo's representation wrappers, the
   algorithms the loading user registered in their own config folder (``rlzoo_conf/algo/<name>.yaml`` or
-  ``$RLZOO_CONF``: :func:`user_algorithms`) and the modules they name (``allow``). Anything else is refused in one
-  line naming the key.
+  ``$RLZOO_CONF``: :func:`user_algorithms`) and the modules they name (``allow``). A module ``env.id`` names
+  (``module:EnvId``, a multi-agent run's PettingZoo module) must be under :data:`ENV_MODULES` or ``allow``; no module is
+  imported from the run dir, the folder holding it or the current folder. Anything else is refused in one line
+  naming the key (:class:`~rlzoo.errors.Refused`).
 - ``model.zip`` (:func:`load_untrusted`): the model is rebuilt from the checked config; its weights come from the zip's
   ``.pth`` files through ``torch.load(weights_only=True)`` (SB3's ``load_from_zip_file(load_data=False)``), so no
   cloudpickled ``:serialized:`` entry of the ``data`` JSON is ever unpickled; the plain JSON counters listed in
