@@ -77,12 +77,20 @@ def inside(root: Path, path: str | Path, what: str) -> Path:
     return resolved
 
 
+# W&B's own folder in a run dir: its ``debug.log`` links are absolute, pointing where the run was made (outside a
+# copied run dir); rlzoo neither reads nor writes in it, and W&B replaces its links rather than writing through them.
+OWN_LINKS = "wandb"
+
+
 def check_links(root: Path) -> None:
-    """Refuse a folder holding a symlink (at any depth) that leads outside it, or a file linked elsewhere too (a hard
-    link): rlzoo reads and writes a run dir's files as its own."""
+    """Refuse a folder holding a symlink (at any depth, but not inside :data:`OWN_LINKS`) that leads outside it, or a
+    file linked elsewhere too (a hard link): rlzoo reads and writes a run dir's files as its own."""
     base = root.resolve()
     for folder, folders, files in os.walk(base):
-        for name in [*folders, *files]:
+        entries = [*folders, *files]
+        if Path(folder) == base and OWN_LINKS in folders:
+            folders.remove(OWN_LINKS)  # checked itself below, not searched
+        for name in entries:
             entry = Path(folder) / name
             if entry.is_symlink() and not _within(entry.resolve(), base):
                 raise Refused(
