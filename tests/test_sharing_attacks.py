@@ -181,6 +181,15 @@ def _plant_symlink(name: str) -> Callable[[Path, Path], None]:
     return plant
 
 
+def _plant_encoder_link(run: Path, marker: Path) -> None:
+    """The config names an encoder folder (outside the run dir, as encoders are) whose weights link further out."""
+    encoder = run.parent.parent / "encoder"
+    encoder.mkdir()
+    (encoder / "encoder.json").write_text("{}\n")
+    os.symlink(run.parent.parent / "victim.txt", encoder / "encoder.pt")
+    _edit_config(run, lambda config: config.srl_model.__setitem__("checkpoint", str(encoder)))
+
+
 RESUME = frozenset({"resume"})
 OUTSIDE = r"(leads outside the run dir|is a symlink to \S+, outside)"
 
@@ -201,6 +210,7 @@ def attacks() -> list[Attack]:
         cases.append(Attack(f"log-{name}", _plant_log_lines(shape), OUTSIDE, RESUME, leads_to=shape))
     for name in ("progress.csv", "enjoy", "checkpoints/64/model.zip"):
         cases.append(Attack(f"symlink-{name.split('/')[0]}", _plant_symlink(name), OUTSIDE, leads_to=name))
+    cases.append(Attack("symlink-encoder", _plant_encoder_link, OUTSIDE, live=False))  # checked untrusted only
     return cases
 
 
