@@ -131,12 +131,24 @@ def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
         state = json.loads(path.read_text())
     except (OSError, ValueError) as error:
         raise Refused(f"{path} is not JSON: {error}") from None
-    lines = state.get("log_lines", {}) if isinstance(state, dict) else None
-    if not isinstance(lines, dict) or not all(isinstance(n, int) and not isinstance(n, bool) for n in lines.values()):
+    if not isinstance(state, dict):
+        raise Refused(f"{path} does not hold a mapping of resume state")
+    lines, pending = state.get("log_lines", {}), state.get("pending_returns", [])
+    if not isinstance(lines, dict) or not all(_is_number(n, int) for n in lines.values()):
         raise Refused(f"{path}: log_lines must map log files of the run to line counts, got {lines!r}"[:300])
+    if not isinstance(pending, list) or not all(_is_number(r, float) for r in pending):
+        raise Refused(f"{path}: pending_returns must be a list of returns, got {pending!r}"[:300])
+    if not _is_number(state.get("elapsed_seconds", 0.0), float) or not isinstance(state.get("kind", {}), dict):
+        raise Refused(f"{path}: elapsed_seconds must be a number and kind a mapping")
     for relative in lines:
         inside(run.path, relative, f"{path}: log_lines")
     return state
+
+
+def _is_number(value: Any, kind: type) -> bool:
+    """An int (``kind`` int), or an int or float (``kind`` float); never a bool."""
+    allowed = (int,) if kind is int else (int, float)
+    return isinstance(value, allowed) and not isinstance(value, bool)
 
 
 def training_seed(seed: int, point: ResumePoint | None) -> int:
