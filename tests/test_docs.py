@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CONFIGS = {"train": "train", "enjoy": "enjoy", "plot": "plot", "report": "report", "collect": "collect",
            "srl.train": "srl_train", "srl.evaluate": "srl_evaluate", "tune": "tune",
-           "pipeline": "pipeline"}  # fmt: skip
+           "pipeline": "pipeline", "records": "records"}  # fmt: skip
 COMMAND = re.compile(r"python -m rlzoo\.([a-z_.]+)((?:[^`#\n\\]|\\\n)*)")
 # Hydra flags that take no part in composing: --cfg job, --info searchpath, -m.
 FLAGS = {"-m", "--multirun", "--cfg", "--info", "job", "all", "hydra", "searchpath", "..."}

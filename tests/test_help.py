@@ -13,7 +13,11 @@ import sys
 import pytest
 
 ENTRYPOINTS = ["rlzoo.train", "rlzoo.collect", "rlzoo.srl.train", "rlzoo.srl.evaluate", "rlzoo.enjoy", "rlzoo.plot",
-               "rlzoo.report", "rlzoo.tune", "rlzoo.pipeline"]  # fmt: skip
+               "rlzoo.report", "rlzoo.tune", "rlzoo.pipeline", "rlzoo.records"]  # fmt: skip
+TRAIN_GROUPS = {"algo", "env", "srl_model", "hardware", "logger", "algo_env", "experiment", "multiagent"}
+# The config groups each entrypoint takes: its --help lists these and no other (the pipeline names train's in words).
+OWN_GROUPS = {"rlzoo.train": TRAIN_GROUPS, "rlzoo.tune": TRAIN_GROUPS | {"search_space"},
+              "rlzoo.collect": {"env", "collect_policy"}, "rlzoo.srl.train": {"srl_model"}}  # fmt: skip
 
 
 def _help(module: str, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -28,6 +32,10 @@ def test_help_exits_0_with_help(module: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "== Config ==" in done.stdout or "python -m rlzoo.pipeline experiment=<name>" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+    assert done.stdout.startswith(f"python -m {module} "), done.stdout.splitlines()[0]  # its own command
+    _, _, groups = done.stdout.partition("== Configuration groups (group=option) ==\n")
+    listed = {line.split(":", 1)[0] for line in groups.split("\n\n", 1)[0].splitlines()}
+    assert listed == OWN_GROUPS.get(module, set())
 
 
 def test_pipeline_help_names_the_experiments() -> None:

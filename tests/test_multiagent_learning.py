@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,12 +23,8 @@ from rlzoo.train import train  # noqa: E402
 RUN = ["verbose=0", "checkpoint_freq=0", "test_episodes=100", "hardware.torch_threads=1", "logger.formats=[csv]"]
 SPREAD = ["env=pettingzoo", "env.id=mpe2.simple_spread_v3", "multiagent=independent", "algo=ppo"]
 SPREAD_BUDGET = ["total_timesteps=60000", "algo.n_steps=1024", "algo.batch_size=256", "algo.ent_coef=0.01"]
-TICTACTOE_DQN = [
-    "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random", "algo=dqn",
-    "total_timesteps=100000", "algo.learning_starts=1000", "algo.buffer_size=100000", "algo.learning_rate=0.0005",
-    "algo.target_update_interval=1000", "algo.exploration_fraction=0.2", "algo.batch_size=64",
-    "+algo.policy_kwargs.net_arch=[128,128]",
-]  # fmt: skip
+# The documented command (docs/multiagent.md); its settings are the algo_env pair conf/algo_env/dqn_pettingzoo.yaml.
+TICTACTOE_DQN = ["algo=dqn", "env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=random"]
 
 
 @pytest.mark.slow
@@ -45,28 +43,44 @@ def test_independent_ppo_beats_random_on_simple_spread(compose: Compose, tmp_pat
 
 
 @pytest.mark.slow
-def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path) -> None:
-    """One DQN agent trained with alternating seats (``multiagent=random``, 100k actions), then 200 games from each
-    seat against a uniformly random player in a plain PettingZoo AEC loop: at least 90 % wins + draws from each."""
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path, seed: int) -> None:
+    """The documented command (``multiagent=random``, alternating seats, the ``dqn_pettingzoo`` pair), then 200 games
+    from each seat against a uniformly random legal player in a plain PettingZoo AEC loop: at least 90 % wins + draws
+    from each seat."""
     from pettingzoo.classic import tictactoe_v3
 
     from rlzoo.multiagent.agents import load_multiagent
-    from rlzoo.multiagent.state import MultiagentState
 
-    metrics = train(compose([*TICTACTOE_DQN, *RUN], tmp_path / "run"))
+    metrics = train(compose([*TICTACTOE_DQN, *RUN, f"seed={seed}"], tmp_path / "run"))
     assert metrics["test/player_1/win_rate"] >= 0.9  # the run's own test: as player_1
     env = tictactoe_v3.env()
     for seat in ("player_1", "player_2"):
-        agent = load_multiagent(tmp_path / "run", seats=[seat], opponent="random")
-        outcomes = {"win": 0, "draw": 0, "loss": 0}
-        for game in range(200):
-            env.reset(seed=20_000 + game)
-            returns = dict.fromkeys(env.agents, 0.0)
-            for key in env.agent_iter():
-                state = MultiagentState.from_aec(env, key)
-                returns[key] += state.reward
-                env.step(agent.act(state))
-            other = max(r for key, r in returns.items() if key != seat)
-            outcomes["win" if returns[seat] > other else "loss" if returns[seat] < other else "draw"] += 1
-        print(f"tic-tac-toe: DQN as {seat}: {outcomes} of 200 games against random")
+        agent = load_multiagent(tmp_path / "run", seats=[seat], opponent=None)
+        outcomes = play_against_random(env, agent.act, seat, games=200, seed=20_000)
+        print(f"tic-tac-toe seed {seed}: DQN as {seat}: {outcomes} of 200 games against random")
         assert outcomes["win"] + outcomes["draw"] >= 180, f"{seat}: {outcomes}"
+
+
+def play_against_random(env: Any, act: Callable[[Any], Any], seat: str, games: int, seed: int) -> dict[str, int]:
+    """``games`` games of a plain AEC loop: ``act`` plays ``seat`` (handed the ``MultiagentState`` of its turns), a
+    uniformly random legal move every other seat; outcomes counted by comparing the final returns."""
+    from rlzoo.multiagent.state import MultiagentState
+
+    rng = np.random.default_rng(seed)
+    outcomes = {"win": 0, "draw": 0, "loss": 0}
+    for game in range(games):
+        env.reset(seed=seed + game)
+        returns = dict.fromkeys(env.agents, 0.0)
+        for key in env.agent_iter():
+            observation, reward, terminated, truncated, _ = env.last()
+            returns[key] += reward
+            if terminated or truncated:
+                env.step(None)
+            elif key == seat:
+                env.step(act(MultiagentState.from_aec(env, key)))
+            else:
+                env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+        other = max(r for key, r in returns.items() if key != seat)
+        outcomes["win" if returns[seat] > other else "loss" if returns[seat] < other else "draw"] += 1
+    return outcomes

@@ -28,6 +28,7 @@ SET_TO: dict[str, Any] = {
     "seed": 3, "total_timesteps": 64, "total_episodes": 2, "max_train_seconds": 30, "n_envs": 2, "vec_env": "subproc",
     "normalize": True, "checkpoint_freq": 32, "eval_freq": 32, "eval_episodes": 2, "test_checkpoint": "best",
     "test_episodes": 2, "test_envs": 2, "deterministic_test": False, "sampled_test": True, "max_test_steps": 50,
+    "test_steps": 500,
     "progress_bar": True, "verbose": 0, "resume": "elsewhere", "init_from": "elsewhere", "run_dir": "elsewhere",
     "trusted": True,
 }  # fmt: skip

@@ -75,9 +75,7 @@ def test_the_test_phase_shows_its_progress(
     compose: Compose, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``progress_bar=true``: the test episodes have a bar of their own (episodes done, steps played), as training."""
-    monkeypatch.setattr(
-        "rlzoo.training.episodes.REFRESH_SECONDS", 0.0, raising=False
-    )  # every step redraws: the step count shows
+    monkeypatch.setattr("rlzoo.training.episodes.REFRESH_SECONDS", 0.0)  # every step redraws: the step count shows
     train(compose([*RUNS["CartPole"], *TINY, "test_episodes=6", "test_envs=3", "progress_bar=true"]))
     printed = capfd.readouterr().err
     assert re.search(r"\| 0/6 \[.*, [1-9]\d* steps\]", printed)  # steps counted before the first episode ends

@@ -97,6 +97,18 @@ def _check_choices() -> None:
         check_chosen_options(HydraConfig.get())
 
 
+def run_checked(main: Callable[[], object], entrypoint: str, config_name: str) -> None:
+    """Run a Hydra ``main`` once the command line's group options are checked: a missing one (``logger=tensorboard``)
+    or ``group=null`` exits with one line, before Hydra composes anything (:func:`rlzoo.config.check_group_choices`)."""
+    from rlzoo.config import check_group_choices
+
+    try:
+        check_group_choices(config_name, sys.argv[1:])
+    except ConfigError as error:
+        sys.exit(f"{entrypoint}: error: {error}")
+    main()
+
+
 def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a Hydra ``main``: a :class:`ConfigError` (or :class:`RunFailure`) exits with
     ``<entrypoint>: error: <message>``; a command that fails before writing leaves no output dir.

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from rlzoo.any_env.spec import EnvSpec, check_env_id
-from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors
+from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
@@ -190,4 +190,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.collect", "collect")

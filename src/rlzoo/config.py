@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,17 +56,36 @@ def _wandb_group() -> str:
     return f"{choices.get('algo')}_{choices.get('env')}_{choices.get('srl_model')}"
 
 
+def entry_groups(config_name: str) -> dict[str, Any]:
+    """The config groups an entrypoint's config takes, with their defaults (None: none chosen), in its defaults
+    list's order; an entry naming another entrypoint's config (tune's ``train``) brings that one's groups."""
+    entry_config = OmegaConf.load(CONFIG_DIR / f"{config_name}.yaml")
+    defaults = entry_config.get("defaults", []) if isinstance(entry_config, DictConfig) else []
+    groups: dict[str, Any] = {}
+    for entry in defaults:
+        if isinstance(entry, str) and entry != "_self_" and (CONFIG_DIR / f"{entry}.yaml").is_file():
+            groups |= entry_groups(entry)
+        elif isinstance(entry, DictConfig):
+            key, default = next(iter(entry.items_ex(resolve=False)))
+            words = str(key).split()
+            if words[0] != "override":
+                groups[words[-1]] = default
+    return groups
+
+
+def group_options(group: str, folders: Sequence[Path] = ()) -> list[str]:
+    """The options of a config group: the YAML files of ``conf/<group>/``, the user config folder's and those of
+    ``folders`` (extra search-path folders)."""
+    found = {
+        path.stem for folder in (CONFIG_DIR, user_config_dir(), *folders) for path in (folder / group).glob("*.yaml")
+    }
+    return sorted(found)
+
+
 def _help_groups(config_name: str) -> str:
     """``${rlzoo.help_groups:train}``: the groups an entrypoint's defaults list names, one line each with their options
     (``--help``; Hydra's own list would show every group under ``conf/``, also those only other entrypoints accept)."""
-    entry_config = OmegaConf.load(CONFIG_DIR / f"{config_name}.yaml")
-    defaults = entry_config.get("defaults", []) if isinstance(entry_config, DictConfig) else []
-    groups = [str(next(iter(entry))).split()[-1] for entry in defaults if isinstance(entry, DictConfig)]
-    lines = []
-    for group in groups:
-        options = sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml"))
-        lines.append(f"{group}: {', '.join(options)}")
-    return "\n".join(lines)
+    return "\n".join(f"{group}: {', '.join(group_options(group))}" for group in entry_groups(config_name))
 
 
 # Env options that take any id (env.id=...): a run is named after the id, not after the option.
@@ -114,6 +134,66 @@ def check_chosen_options(hydra_cfg: Any) -> None:
                 f"({', '.join(map(str, folders))}); rlzoo.tune exports a study's best pair to the user config folder "
                 f"({USER_CONFIG_DEFAULT}/ in the working directory, or ${USER_CONFIG_ENV})"
             )
+
+
+# What a user may have meant by an option that does not exist (group, option) → a hint.
+OPTION_HINTS = {
+    ("logger", "tensorboard"): "TensorBoard events are written with every logger option (logger=default: CSV and "
+    "TensorBoard)",
+}
+SWEEP_SYNTAX = set("()[]{}*$ '\"")  # choice(...), glob(*), interpolations: left to Hydra
+
+
+def check_group_choices(config_name: str, arguments: Sequence[str]) -> None:
+    """The group options a command line chooses (``algo=ppo``, a sweep's ``env=CartPole,Pendulum``) exist, before
+    Hydra composes the config (whose own messages run over many lines, or end in a traceback for ``group=null``).
+
+    :param arguments: the command line after the command (``sys.argv[1:]``).
+    :raise ConfigError: naming the option, the options there are and, for a known slip, what was meant.
+    """
+    groups = entry_groups(config_name)
+    folders = _search_path_folders(arguments)
+    if folders is None:  # a search path this check cannot read: Hydra checks
+        return
+    for argument in arguments:
+        key, equals, value = argument.partition("=")
+        group = key.lstrip("+~").split("@")[0]
+        if argument.startswith("-") or not equals or group not in groups or group in OPTIONAL_GROUPS:
+            continue
+        if SWEEP_SYNTAX & set(value):
+            continue
+        for option in value.split(","):
+            _check_option(group, option, groups[group] is None, folders)
+
+
+def _check_option(group: str, option: str, optional: bool, folders: list[Path]) -> None:
+    options = group_options(group, folders)
+    if option in options:
+        return
+    listed = ", ".join(options)
+    if option in ("null", ""):
+        left_out = f"leave {group} out (none by default) or choose" if optional else "choose"
+        raise ConfigError(f"{group}={option}: a config group takes one of its options: {left_out} one of {listed}")
+    hint = OPTION_HINTS.get((group, option))
+    lowered = {o.lower(): o for o in options}
+    matches = [option.lower()] if option.lower() in lowered else difflib.get_close_matches(option.lower(), lowered)
+    close = [lowered[o] for o in matches]
+    suggestion = f"; {hint}" if hint else f"; did you mean {', '.join(close)}?" if close else ""
+    raise ConfigError(f"{group}={option} is not an option of {group} (options: {listed}){suggestion}")
+
+
+def _search_path_folders(arguments: Sequence[str]) -> list[Path] | None:
+    """The folders a ``hydra.searchpath=[file://...]`` argument adds (None: one that is not a folder)."""
+    folders: list[Path] = []
+    for argument in arguments:
+        key, _, value = argument.partition("=")
+        if key.lstrip("+") != "hydra.searchpath":
+            continue
+        for entry in value.strip("[]").split(","):
+            if not entry.strip().startswith("file://"):
+                return None
+            folders.append(Path(entry.strip().removeprefix("file://")))
+    return folders
 
 
 def compose_config(

@@ -5,8 +5,8 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 layer   name                modules
 ======  ==================  ===========================================================================================
 0       ground floor        errors, files, schema, signature, hardware, precision, collector, config, model_files,
-                            rundir, cli, layers, jax_weights, untrusted (no rlzoo imports but each
-                            other)
+                            rundir, cli, layers, jax_weights, provenance, untrusted (no rlzoo imports
+                            but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
@@ -21,7 +21,8 @@ layer   name                modules
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
                             multi-agent kind of run
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
-12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline
+12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline,
+                            records
 ======  ==================  ===========================================================================================
 """
 
@@ -47,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.cli",
             "rlzoo.layers",
             "rlzoo.jax_weights",
+            "rlzoo.provenance",
             "rlzoo.untrusted",
         ),
     ),
@@ -74,6 +76,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.tune.command",
             "rlzoo.tune.__main__",
             "rlzoo.pipeline",
+            "rlzoo.records",
         ),
     ),
 )

@@ -6,7 +6,7 @@ A run directory holds::
     model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
     obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
     checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume); atomic
-    monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor)
+    monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor; ``.monitor.csv.gz`` in a result record)
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
     test_returns.csv       one row per test episode: episode,return,length
@@ -20,6 +20,7 @@ A run directory holds::
     models.json            a multi-agent run's steps trained, written once every learner's final model is saved
     returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
     test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
+    provenance.json        the source commit the run was trained at (``rlzoo.provenance``); written before metrics
     metrics.json           summary; written last, so its presence means the run finished
     .lock                  held (flock) by the process training here, with its pid; removed when it ends
 """
@@ -62,11 +63,13 @@ if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where ru
 
 CONFIG = "config.yaml"
 METRICS = "metrics.json"
+PROVENANCE = "provenance.json"
 TEST_RETURNS = "test_returns.csv"
 SAMPLED_TEST_RETURNS = "test_returns_sampled.csv"
 RETURNS100 = "returns100.csv"
 RETURNS100_HEADER = "frame,mean,std,max,min"
 MONITOR_SUFFIX = ".monitor.csv"
+GZIP_SUFFIX = ".gz"
 PROGRESS = "progress.csv"
 CHECKPOINT_STATE = "state.json"
 RESUMES = "resumes.csv"
@@ -194,6 +197,13 @@ class RunDir:
         if not self.monitor_dir.is_dir():
             return []
         return sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}"))
+
+    def episode_logs(self) -> list[Path]:
+        """The files holding the training episodes, one per env rank: the Monitor CSVs, or in a result record
+        (``rlzoo.results.records``) the same CSVs gzipped."""
+        if not self.monitor_dir.is_dir():
+            return []
+        return self.monitor_files() or sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}{GZIP_SUFFIX}"))
 
     @property
     def wandb_state(self) -> Path:
@@ -342,6 +352,14 @@ class RunDir:
         ]
         name = SAMPLED_TEST_RETURNS if sampled else TEST_RETURNS
         atomic_write_text(self.path / name, "\n".join(rows) + "\n")
+
+    @property
+    def provenance(self) -> Path:
+        return self.path / PROVENANCE
+
+    def write_provenance(self, commit: str) -> None:
+        """Record the source commit the run was trained at (a resumed run: the commit that finished it)."""
+        atomic_write_text(self.provenance, json.dumps({"commit": commit}) + "\n")
 
     def write_metrics(self, metrics: dict[str, float]) -> None:
         """Write the metrics summary, last: it marks the run finished."""

@@ -21,7 +21,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from rlzoo.cli import discard_output_dir, one_line_errors
+from rlzoo.cli import discard_output_dir, one_line_errors, run_checked
 from rlzoo.collector import release_previous_run
 from rlzoo.config import CONFIG_DIR
 from rlzoo.rundir import RunDir
@@ -65,7 +65,8 @@ def console_figures(metrics: dict[str, float]) -> str:
     """The figures of a finished run on its console line: mean test return, success rate (envs that report success),
     the sampled-action test (sampled_test=true), the best evaluation (keep-best), and each agent's figures
     (multi-agent runs)."""
-    parts = [f"mean test return {metrics.get('test/mean_return', float('nan')):.2f}"]
+    tested = "test/mean_return" in metrics
+    parts = [f"mean test return {metrics['test/mean_return']:.2f}" if tested else "no test episodes (test_episodes=0)"]
     if "test/success_rate" in metrics:
         parts.append(f"success rate {metrics['test/success_rate']:.0%}")
     if "test_sampled/mean_return" in metrics:
@@ -95,4 +96,4 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.train", "train")

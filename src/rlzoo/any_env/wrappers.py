@@ -80,11 +80,14 @@ def atari(env: gym.Env, options: AtariOptions, frame_skip: int, training: bool) 
 
 class StepCap(gym.Wrapper):
     """End (truncate) an episode after ``cap`` steps, with a warning naming the setting: test and replay episodes of
-    an env without a step limit of its own always finish, whatever the policy does."""
+    an env without a step limit of its own always finish, whatever the policy does.
 
-    def __init__(self, env: gym.Env, cap: int, setting: str = "max_test_steps") -> None:
+    :param warn: warn (once per env); off where the caller reports the cut episodes itself.
+    """
+
+    def __init__(self, env: gym.Env, cap: int, setting: str = "max_test_steps", warn: bool = True) -> None:
         super().__init__(env)
-        self.cap, self.setting, self._steps, self._warned = cap, setting, 0, False
+        self.cap, self.setting, self._steps, self._warned = cap, setting, 0, not warn
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         self._steps = 0

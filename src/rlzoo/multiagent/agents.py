@@ -1,7 +1,8 @@
 """Multiagents: ``act(MultiagentState)`` returns the action of the agent whose turn it is (ALL's ``Multiagent``).
 
 - :class:`TrainingMultiagent`: each learning key's training agent acts and learns; other keys play the opponent.
-- :class:`TestMultiagent`: learning off, deterministic; :func:`load_multiagent` loads one from a run dir.
+- :class:`TestMultiagent`: learning off (greedy, or sampled under the mask); :func:`load_multiagent` loads one
+  from a run dir.
 - :class:`RandomMultiagent`: legal actions at random (the ``random`` fixed opponent).
 """
 
@@ -24,6 +25,7 @@ from rlzoo.multiagent.learners import (
     action_scores,
     build_learners,
     masked_argmax,
+    masked_sample,
 )
 from rlzoo.multiagent.plan import MultiagentPlan
 from rlzoo.multiagent.state import Multiagent, MultiagentState
@@ -52,11 +54,13 @@ class RandomMultiagent:
 
 class TestMultiagent:
     """Acts with trained models, learning off: per agent key its model (shared: the same model for all keys), and
-    the ``opponent`` for keys without one. Masked envs: the masked argmax (always deterministic).
+    the ``opponent`` for keys without one. Masked envs: the masked argmax, or (``deterministic=False``) an action
+    sampled under the mask (:func:`~rlzoo.multiagent.learners.masked_sample`).
 
     :param models: the model of each learning agent key.
     :param coder: what the models observe of a state (the shared layout appends the agent id).
     :param opponent: plays the keys without a model (None: every key must have one).
+    :param seed: seeds the sampled actions of masked envs.
     """
 
     __test__ = False  # not a pytest class
@@ -67,8 +71,10 @@ class TestMultiagent:
         coder: ObservationCoder,
         opponent: Multiagent | None = None,
         deterministic: bool = True,
+        seed: int = 0,
     ) -> None:
         self.models, self.coder, self.opponent, self.deterministic = models, coder, opponent, deterministic
+        self.rng = np.random.default_rng(seed)
 
     def act(self, state: MultiagentState) -> Any:
         if state.done:
@@ -80,6 +86,8 @@ class TestMultiagent:
             return self.opponent.act(state)
         observation = self.coder(state)[None]
         if state.action_mask is not None:
+            if not self.deterministic:
+                return masked_sample(model, observation[0], np.asarray(state.action_mask, bool), self.rng)
             return int(masked_argmax(action_scores(model, observation), state.action_mask[None])[0])
         action, _ = model.predict(observation, deterministic=self.deterministic)
         return action[0]
@@ -124,12 +132,14 @@ class TrainingMultiagent:
         action = agent.act(inner)
         return None if state.done else action
 
-    def test_agent(self) -> TestMultiagent:
-        """A test multiagent with the weights as they are now (they do not change when this one goes on learning)."""
+    def test_agent(self, deterministic: bool = True, seed: int = 0) -> TestMultiagent:
+        """A test multiagent with the weights as they are now (they do not change when this one goes on learning);
+        ``seed`` seeds its sampled actions (``deterministic=False``)."""
         copies = {name: snapshot(model) for name, model in self.models.items()}
         owner = {key: name for name, model in self.models.items() for key, a in self.learners.agents.items()
                  if a.model.policy is model.policy}  # fmt: skip
-        return TestMultiagent({key: copies[name] for key, name in owner.items()}, self.learners.coder, self.opponent)
+        models = {key: copies[name] for key, name in owner.items()}
+        return TestMultiagent(models, self.learners.coder, self.opponent, deterministic, seed)
 
 
 TRAINING = "training"  # load_multiagent's default opponent: the one the run trained against

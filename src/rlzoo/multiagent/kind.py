@@ -54,6 +54,7 @@ class MultiAgent:
         "test_checkpoint": NO_KEEP_BEST + ": the final models play the test",
         "test_envs": "the test episodes are played one after another on one env",
         "max_test_steps": "the PettingZoo env ends its own episodes",
+        "test_steps": "the PettingZoo env ends its own episodes",
         "progress_bar": "the AEC loop shows no progress bar",
         "init_from": "they cannot start from another run's models",
     }
@@ -149,6 +150,7 @@ class MultiagentLearning:
             stop=(lambda: clock.elapsed() >= seconds) if seconds is not None else None,
         )
         start = self.steps
+        self.team.learners.share_loggers()
         collect_from_here()
 
         def on_episode(episode: MultiagentEpisode, steps: int) -> None:
@@ -182,12 +184,11 @@ class MultiagentLearning:
         plan = self.plan
         episodes: list[MultiagentEpisode] = []
         if plan.settings.test_episodes:
-            agent = self.team.test_agent()
-            agent.deterministic = plan.settings.deterministic_test
+            seed = plan.settings.seed + TEST_SEED_OFFSET
+            agent = self.team.test_agent(plan.settings.deterministic_test, seed)
             env = plan.spec.make()
             try:
-                budget = Budget(episodes=plan.settings.test_episodes)
-                episodes, _ = play(env, agent, budget, plan.settings.seed + TEST_SEED_OFFSET)
+                episodes, _ = play(env, agent, Budget(episodes=plan.settings.test_episodes), seed)
             finally:
                 env.close()
         plan.run.write_test_returns([e.total for e in episodes], [e.length for e in episodes])

@@ -75,6 +75,21 @@ def masked_argmax(scores: np.ndarray, masks: np.ndarray) -> np.ndarray:
     return np.where(masks, scores, -np.inf).argmax(axis=1)
 
 
+def masked_sample(model: BaseAlgorithm, observation: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+    """A sampled legal action for one observation, as the model's ``predict(deterministic=False)`` samples: a Q-learner
+    (DQN, QR-DQN) plays ε-greedy over the legal actions (ε: the end of its exploration schedule), an actor-critic
+    samples its action probabilities renormalised over the legal actions."""
+    legal = np.flatnonzero(mask)
+    scores = action_scores(model, observation[None])[0]
+    if hasattr(model, "q_net") or hasattr(model, "quantile_net"):
+        epsilon = float(model.exploration_schedule(0.0))  # type: ignore[attr-defined]
+        if rng.random() < epsilon:
+            return int(rng.choice(legal))
+        return int(masked_argmax(scores[None], mask[None])[0])
+    weights = scores[legal]
+    return int(rng.choice(legal, p=weights / weights.sum()))
+
+
 class MaskedReplayBuffer(ReplayBuffer):
     """SB3's replay buffer that also keeps the legal actions of each transition's next state (one env)."""
 
@@ -157,6 +172,14 @@ class Learners:
     agents: dict[str, TrainingAgent]
     models: dict[str, BaseAlgorithm]
     coder: ObservationCoder
+
+    def share_loggers(self) -> None:
+        """Every key's model writes through the logger of the learner it belongs to (the saved model's, which the
+        run sets): a shared learner's other models have no console table or log folder of their own."""
+        for agent in self.agents.values():
+            owner = next(m for m in self.models.values() if m.policy is agent.model.policy)
+            if agent.model is not owner:
+                agent.model.set_logger(owner.logger)
 
 
 def build_learners(

@@ -23,7 +23,7 @@ from rlzoo.training.settings import RunSettings
 
 LAYOUTS = ("independent", "shared", "fixed")
 SHARED = "shared"  # the learner name of the shared layout (models/shared/)
-MASKED_ALGOS = "dqn, qrdqn and DQN subclasses (ddqn, per)"
+MASKED_ALGOS = ("dqn", "qrdqn")  # the algo options whose classes rlzoo masks (SB3 DQN and QR-DQN)
 
 
 @dataclass(frozen=True)
@@ -167,16 +167,17 @@ def _seats(
 
 
 def _check_learner(factory: AlgorithmFactory, name: str, spaces_: list[AgentSpaces]) -> None:
-    """The algorithm takes the learner's action space, and honours action masks where the env gives them."""
+    """The algorithm honours action masks where the env gives them (checked first: the algorithms that take the
+    action space are not all accepted), and takes the learner's action space."""
+    if any(s.masked for s in spaces_) and not masked_q_learning(factory.algo_class):
+        raise ConfigError(
+            f"learner {name} has action masks, which rlzoo honours by masked argmax over Q-values: use "
+            f"{' or '.join(f'algo={algo}' for algo in MASKED_ALGOS)} (not {factory.name})"
+        )
     try:
         check_action_space(factory.algo_class, spaces_[0].action)
     except ConfigError as error:
         raise ConfigError(f"learner {name}: {error}") from None
-    if any(s.masked for s in spaces_) and not masked_q_learning(factory.algo_class):
-        raise ConfigError(
-            f"learner {name} has action masks, which rlzoo honours by masked argmax over Q-values: use {MASKED_ALGOS} "
-            f"(not {factory.name})"
-        )
 
 
 def masked_q_learning(algo_class: type) -> bool:

@@ -11,6 +11,7 @@ one representation does not split that representation's runs from the others'.
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -23,13 +24,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.any_env.options import observation_label
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import RunDir
+from rlzoo.rundir import GZIP_SUFFIX, RunDir
 from rlzoo.untrusted import refuse_interpolations
 
 # Config keys that do not make runs different experiments (prefixes end with a dot).
 IGNORED_KEYS = (
     "seed", "run_dir", "total_timesteps", "total_episodes", "verbose", "progress_bar", "checkpoint_freq",
-    "test_episodes", "test_envs", "max_test_steps", "deterministic_test", "sampled_test", "vec_env", "resume",
+    "test_episodes", "test_envs", "max_test_steps", "test_steps", "deterministic_test", "sampled_test", "vec_env",
+    "resume",
     "hardware.", "logger.",
     "srl_model.checkpoint",
     "srl_model.vec_wrapper.checkpoint",
@@ -174,9 +176,10 @@ def find_runs(folder: str | Path) -> list[RunDir]:
 
 
 def read_monitor(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Returns and lengths of the complete rows of an SB3 Monitor CSV (a row being written is skipped)."""
+    """Returns and lengths of the complete rows of an SB3 Monitor CSV, plain or gzipped (``.gz``: a result record's);
+    a row being written is skipped."""
     returns, lengths = [], []
-    with path.open(newline="") as stream:
+    with gzip.open(path, "rt", newline="") if path.suffix == GZIP_SUFFIX else path.open(newline="") as stream:
         for row in csv.reader(line for line in stream if not line.startswith("#")):
             try:
                 ret, length = float(row[0]), int(row[1])
@@ -214,7 +217,7 @@ def read_run(run: RunDir) -> RunResult:
     interpolation is refused (tables show values as written, never resolved: ``oc.env`` ...)."""
     config = run.read_config()
     refuse_interpolations(config, run.config)
-    files = run.monitor_files()
+    files = run.episode_logs()
     finished = run.is_finished()
     failed = run.error.is_file() and not finished
     success = float(run.read_metrics().get("test/success_rate", math.nan)) if finished else math.nan

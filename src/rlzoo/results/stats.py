@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -145,8 +144,7 @@ def _interval(
 ) -> tuple[float, tuple[float, float]]:
     from rliable import library as rly
 
-    with warnings.catch_warnings():  # arch 7 warns that rliable's random_state keyword is deprecated
-        warnings.simplefilter("ignore", FutureWarning)
+    with verdicts.seeded_bootstrap(seed):
         points, intervals = rly.get_interval_estimates(
             scores, func, reps=reps, confidence_interval_size=CONFIDENCE, random_state=np.random.RandomState(seed)
         )

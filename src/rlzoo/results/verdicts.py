@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +77,21 @@ class Comparison:
         return any(not math.isnan(p) for p in self.points)
 
 
+@contextmanager
+def seeded_bootstrap(seed: int) -> Iterator[None]:
+    """Make a bootstrap of rliable's the same on every call: arch draws part of its resamples from numpy's global
+    generator whatever ``random_state`` says, so that generator is seeded here (and restored after); arch 7's
+    warning that rliable's ``random_state`` keyword is deprecated is silenced."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        np.random.set_state(state)
+
+
 def probability_of_improvement(
     reference: Sequence[float], other: Sequence[float], confidence: float, reps: int, seed: int
 ) -> tuple[float, tuple[float, float]]:
@@ -84,8 +100,7 @@ def probability_of_improvement(
     from rliable import metrics
 
     scores = {"x": [np.asarray(reference, float)[:, None], np.asarray(other, float)[:, None]]}
-    with warnings.catch_warnings():  # arch 7 warns that rliable's random_state keyword is deprecated
-        warnings.simplefilter("ignore", FutureWarning)
+    with seeded_bootstrap(seed):
         points, intervals = rly.get_interval_estimates(
             scores,
             lambda x, y: np.array([metrics.probability_of_improvement(x, y)]),

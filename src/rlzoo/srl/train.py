@@ -23,7 +23,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import get_device
 
-from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors
+from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR, compose_config
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
@@ -230,4 +230,4 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.srl.train", SRL_CONFIG_NAME)

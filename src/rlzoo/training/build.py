@@ -32,6 +32,7 @@ from rlzoo.training.monitor import PerEnvMonitor
 from rlzoo.training.normalization import FrozenNormalization, running_normalization
 from rlzoo.training.plan import RunPlan
 from rlzoo.training.resume import resume_model
+from rlzoo.training.settings import TEST_EPISODE_FLOOR, TEST_STEPS_PER_TRAINING_STEP, RunSettings
 
 VEC_ENV_CLASSES: dict[str, type[DummyVecEnv] | type[SubprocVecEnv]] = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 TEST_SEED_OFFSET = 10_000  # test episodes are not training episodes
@@ -64,11 +65,14 @@ def _env_maker(
     training: bool = False,
     step_cap: int | None = None,
     episode_seeds: int | None = None,
+    budget_cap: int | None = None,
 ) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         env = make_env(spec, representation, render_mode, training=training)
         if step_cap is not None:
             env = StepCap(env, step_cap)
+        if budget_cap is not None:
+            env = StepCap(env, budget_cap, "test_steps", warn=False)
         if episode_seeds is not None:
             env = EpisodeSeeds(env, episode_seeds)
         env.action_space.seed(seed)
@@ -140,6 +144,7 @@ def vec_env(
     step_cap: int | None = None,
     normalization: FrozenNormalization | None = None,
     seed_episodes: bool = False,
+    budget_cap: int | None = None,
 ) -> VecEnv:
     """``n_envs`` envs (env ``rank`` seeded ``seed + rank`` at its first reset) with the representation applied
     (:func:`represent`).
@@ -151,6 +156,8 @@ def vec_env(
     :param seed_episodes: seed every episode, not only the first (test and replay envs): env ``rank``'s episode ``k``
         is seeded ``seed + rank + k * n_envs``, so that episode ``i`` of the envs taken in turn is seeded ``seed + i``
         whatever ``n_envs`` is (:class:`~rlzoo.any_env.wrappers.EpisodeSeeds`; not for ``batched``).
+    :param budget_cap: end episodes after this many steps, without a warning (the test phase's step budget: the test
+        phase reports the episodes it cut, :func:`test_cut_warning`).
     """
     stack = spec.options.frame_stack
     if kind == "batched":
@@ -159,7 +166,8 @@ def vec_env(
         )
     stride = n_envs if seed_episodes else None
     makers = [
-        _env_maker(spec, representation, seed + rank, render_mode, training, step_cap, stride) for rank in range(n_envs)
+        _env_maker(spec, representation, seed + rank, render_mode, training, step_cap, stride, budget_cap)
+        for rank in range(n_envs)
     ]
     venv = represent(makers, representation, stack, kind=kind, normalization=normalization)
     venv.seed(seed)
@@ -172,6 +180,21 @@ def load_model(algo_class: type[BaseAlgorithm], path: Path, **kwargs: Any) -> Ba
         return algo_class.load(path, **{"device": "cpu", **kwargs})
     except Exception as error:  # a truncated zip, a foreign file, an incompatible pickle ...
         raise ConfigError(f"{path} cannot be loaded as {algo_class.__name__}: {error}") from None
+
+
+def test_cut_warning(env_id: str, settings: RunSettings, lengths: Sequence[int]) -> str | None:
+    """The warning for the test episodes cut at their share of the test phase's step budget (``test_steps``), or
+    None when none was."""
+    cap = settings.test_episode_cap
+    cut = sum(length >= cap for length in lengths) if cap is not None else 0
+    if not cut:
+        return None
+    auto = f" (auto: {TEST_STEPS_PER_TRAINING_STEP} x total_timesteps)" if settings.test_steps == "auto" else ""
+    return (
+        f"{env_id}: {cut} of {len(lengths)} test episodes were cut at {cap} steps: test_steps="
+        f"{settings.test_step_budget}{auto} shared by test_episodes={settings.test_episodes}, at least "
+        f"{TEST_EPISODE_FLOOR} steps each; test_steps=null plays whole episodes"
+    )
 
 
 def snapshot(model: BaseAlgorithm) -> BaseAlgorithm:
@@ -235,16 +258,22 @@ class RunBuilder:
         seed: int | None = None,
         render_mode: str | None = None,
         n_envs: int = 1,
+        test_phase: bool = False,
     ) -> VecEnv:
         """``n_envs`` envs for test episodes or replay, with the frozen ``normalization``; an env without a step limit
         ends its episodes at ``max_test_steps``. Episode ``i`` (in the order of
         :func:`~rlzoo.training.episodes.play_episodes`) is seeded ``seed + i`` (seed: the run's test seed), so the
-        episodes do not depend on ``n_envs``."""
-        seed = self.plan.settings.seed + TEST_SEED_OFFSET if seed is None else seed
-        cap = making.step_cap(self.plan.spec, self.plan.settings.max_test_steps)
+        episodes do not depend on ``n_envs``.
+
+        :param test_phase: envs of the run's test phase: an episode is also cut at its share of ``test_steps``.
+        """
+        settings = self.plan.settings
+        seed = settings.seed + TEST_SEED_OFFSET if seed is None else seed
+        cap = making.step_cap(self.plan.spec, settings.max_test_steps)
+        budget = settings.test_episode_cap if test_phase else None
         return vec_env(
             self.plan.spec, self.plan.representation, n_envs, seed, render_mode=render_mode, step_cap=cap,
-            normalization=normalization, seed_episodes=True,
+            normalization=normalization, seed_episodes=True, budget_cap=budget,
         )  # fmt: skip
 
     def check_action_space(self) -> None:

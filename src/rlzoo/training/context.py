@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from rlzoo.loggers.outputs import make_logger, start_wandb
 from rlzoo.loggers.wandb_state import WandbState, finish
+from rlzoo.provenance import cpu_seconds
 from rlzoo.rundir import RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.faults import run_writes
@@ -39,6 +40,7 @@ class RunContext:
         point = plan.resume_point
         self.clock = RunClock.resumed(point.elapsed if point is not None else 0.0)
         self.started = time.perf_counter()
+        self.cpu_started = cpu_seconds()
         self._cleanup = ExitStack()
 
     def __enter__(self) -> RunContext:
@@ -95,6 +97,10 @@ class RunContext:
     def seconds(self) -> float:
         """Wall seconds since the run started (this process)."""
         return time.perf_counter() - self.started
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of this process since the run started (:func:`rlzoo.provenance.cpu_seconds`)."""
+        return cpu_seconds() - self.cpu_started
 
 
 def _remove_if_unused(run: RunDir) -> None:

@@ -9,6 +9,7 @@ step of a one-env run, for videos and plots.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -53,7 +54,7 @@ def play_episodes(
     *,
     deterministic: bool = True,
     recorder: Recorder | None = None,
-    progress: str | None = None,
+    progress: Progress | None = None,
 ) -> list[EpisodeResult]:
     """Play ``episodes`` complete episodes with ``model`` on the envs of ``venv`` (env ``j`` of ``n``: episodes
     ``j, j + n, ...``; a freshly built ``venv``), in episode order.
@@ -61,7 +62,7 @@ def play_episodes(
     Recurrent policies get their hidden state carried and reset at episode starts.
 
     :param recorder: sees every step (a one-env ``venv`` only).
-    :param progress: a tqdm bar on stderr with this description: episodes done, and the steps played so far.
+    :param progress: how to report the episodes done and the steps played so far (a bar, or log lines).
     """
     if recorder is not None and venv.num_envs != 1:
         raise ValueError(f"a recorder follows one env, got {venv.num_envs} envs")
@@ -81,32 +82,52 @@ def play_episodes(
 
 
 REFRESH_SECONDS = 0.5
+LINE_SECONDS = 5.0  # at most one progress line this often (stderr not a terminal)
+LOG = logging.getLogger("rlzoo")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How played episodes report their progress: a tqdm bar on stderr (``bar``: an interactive terminal), or plain
+    log lines every :data:`LINE_SECONDS` (``lines``: a log file, a Slurm job, CI); episodes done, steps, elapsed."""
+
+    description: str
+    bar: bool = False
+    lines: bool = False
 
 
 class _EpisodeBar:
     """A tqdm bar of episodes done, with the steps played so far (an episode can be long: a bar that moves only when
-    episodes end would look stuck); nothing when ``description`` is None."""
+    episodes end would look stuck), or a log line every few seconds; nothing when ``progress`` is None."""
 
-    def __init__(self, description: str | None, episodes: int) -> None:
-        self.description, self.episodes, self.steps, self._done = description, episodes, 0, 0
-        self._shown = time.monotonic()
+    def __init__(self, progress: Progress | None, episodes: int) -> None:
+        self.progress, self.episodes, self.steps, self._done = progress, episodes, 0, 0
+        self._started = self._shown = self._logged = time.monotonic()
         self._bar: Any = None
 
     def __enter__(self) -> _EpisodeBar:
-        if self.description is not None:
+        if self.progress is not None and self.progress.bar:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.episodes, desc=self.description, unit=" episodes", dynamic_ncols=True,
-                             file=sys.stderr)  # fmt: skip
+            self._bar = tqdm(total=self.episodes, desc=self.progress.description, unit=" episodes",
+                             dynamic_ncols=True, file=sys.stderr)  # fmt: skip
         return self
 
     def show(self, done: int, steps: int) -> None:
-        if self._bar is None:
-            return
         self.steps += steps
-        self._bar.set_postfix_str(f"{self.steps} steps", refresh=False)
         done = min(done, self.episodes)
         now = time.monotonic()
+        if self._bar is not None:
+            self._redraw(done, now)
+        elif self.progress is not None and self.progress.lines and now - self._logged >= LINE_SECONDS:
+            LOG.info(
+                f"{self.progress.description}: {done}/{self.episodes} done, {self.steps} steps, "
+                f"{now - self._started:.0f} s"
+            )
+            self._logged = now
+
+    def _redraw(self, done: int, now: float) -> None:
+        self._bar.set_postfix_str(f"{self.steps} steps", refresh=False)
         if done > self._done:
             self._bar.update(done - self._done)
             self._done, self._shown = done, now

@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 LOG = logging.getLogger("rlzoo")
 # Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be and
 # on how many envs the test episodes run.
-NOT_COMPARED = ("run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_envs", "trusted")
+NOT_COMPARED = (
+    "run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs", "trusted"
+)  # fmt: skip
 # Keys a run dir written before they existed lacks: not compared when the saved config has none.
-ADDED_KEYS = ("total_episodes", "max_train_seconds", "max_test_steps", "test_envs", "env.observation")
+ADDED_KEYS = ("total_episodes", "max_train_seconds", "max_test_steps", "test_steps", "test_envs", "env.observation")
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
     saved.run_dir = str(run_dir)
     saved.resume = None
     saved.trusted = bool(composed.get("trusted"))  # the caller's word, never the run's
-    for key in ("verbose", "progress_bar", "max_test_steps", "test_envs"):
+    for key in ("verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs"):
         if any(o.split("=", 1)[0] == key for o in overrides):
             saved[key] = composed[key]
     return saved

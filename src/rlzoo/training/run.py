@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from omegaconf import DictConfig
 from stable_baselines3.common.utils import set_random_seed
 
+from rlzoo.provenance import source_commit
 from rlzoo.training.context import RunContext
 from rlzoo.training.kind import RunKind, refuse_unhonoured
 from rlzoo.training.single_agent import CallbackFactory, SingleAgent
@@ -36,6 +37,8 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         learning.save()
         metrics |= learning.test()
         metrics["time/total_seconds"] = context.seconds()
+        metrics["time/cpu_seconds"] = context.cpu_seconds()
+        plan.run.write_provenance(source_commit())
         plan.run.write_metrics(metrics)
     return metrics
 

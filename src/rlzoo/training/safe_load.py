@@ -296,6 +296,8 @@ def load_untrusted(
     :param run_kwargs: ``device``, ``verbose``, ``seed`` ..., as for the factory.
     """
     saved_data(path, factory.name)  # a truncated zip fails before the model is built
-    model = factory(policy=policy, env=env, **run_kwargs)
+    with warnings.catch_warnings():  # PPO's rollout-buffer advice: this model acts, it never collects a rollout
+        warnings.filterwarnings("ignore", message="You have specified a mini-batch size", category=UserWarning)
+        model = factory(policy=policy, env=env, **run_kwargs)
     restore_weights(model, path)
     return model

@@ -9,6 +9,13 @@ from rlzoo.errors import ConfigError
 from rlzoo.schema import at_least, parse
 
 GROUPS = ("algo", "env", "srl_model", "hardware", "logger", "multiagent")
+# test_steps=auto: the test phase's budget is this many agent steps per training step (total_timesteps). A test step
+# (no gradients) costs about a fifth of a training step of a tiny Atari PPO run, so its test takes about its training's
+# time.
+TEST_STEPS_PER_TRAINING_STEP = 5
+# The budget never cuts a test episode before this many steps (classic control, MuJoCo, Box2D and MobileRobot episodes
+# end by then: they are never cut, and a replay plays the test episodes again).
+TEST_EPISODE_FLOOR = 1_000
 
 
 @dataclass(frozen=True)
@@ -32,11 +39,28 @@ class RunSettings:
     deterministic_test: bool = True
     sampled_test: bool = False
     max_test_steps: int = field(default=10_000, metadata=at_least(1))
+    test_steps: int | Literal["auto"] | None = field(default="auto", metadata=at_least(1))
     progress_bar: bool | Literal["auto"] = "auto"
     verbose: Literal[0, 1, 2] = 1
     resume: str | None = None
     init_from: str | None = None
     trusted: bool = False
+
+    @property
+    def test_step_budget(self) -> int | None:
+        """The most agent steps the test phase plays (``test_steps``; auto: a multiple of ``total_timesteps``)."""
+        if self.test_steps == "auto":
+            return TEST_STEPS_PER_TRAINING_STEP * self.total_timesteps
+        return self.test_steps
+
+    @property
+    def test_episode_cap(self) -> int | None:
+        """The steps after which a test episode is cut: its equal share of the test-step budget, at least
+        :data:`TEST_EPISODE_FLOOR` (None: no budget)."""
+        budget = self.test_step_budget
+        return (
+            None if budget is None or not self.test_episodes else max(TEST_EPISODE_FLOOR, budget // self.test_episodes)
+        )
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> RunSettings:

@@ -4,6 +4,7 @@ Every run key of ``conf/train.yaml`` is honoured."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,9 +17,9 @@ from rlzoo.collector import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
 from rlzoo.training.budget import RunClock, episodes_logged, learn, show_progress
-from rlzoo.training.build import RunBuilder
+from rlzoo.training.build import RunBuilder, test_cut_warning
 from rlzoo.training.callbacks import Checkpoint, Returns100
-from rlzoo.training.episodes import play_episodes, summarize
+from rlzoo.training.episodes import Progress, play_episodes, summarize
 from rlzoo.training.faults import building
 from rlzoo.training.keep_best import KeepBest, load_best
 from rlzoo.training.kind import RUN_KEYS, Resources
@@ -26,6 +27,7 @@ from rlzoo.training.monitor import PerEnvMonitor
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
 
+LOG = logging.getLogger("rlzoo")
 EVAL_SEED_OFFSET = 20_000  # keep-best evaluation episodes are neither training nor test episodes
 
 # Extra callbacks for one run, made from its builder (``rlzoo.tune``: intermediate evaluations that may stop training).
@@ -167,11 +169,16 @@ def _play_test(
     results = []
     if settings.test_episodes:
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
-        test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes))
+        test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes), test_phase=True)
         try:
-            bar = "test episodes" if show_progress(settings.progress_bar) else None
-            results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic, progress=bar)
+            bar = show_progress(settings.progress_bar)
+            progress = Progress("test episodes", bar=bar, lines=not bar and settings.verbose > 0)
+            results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic,
+                                    progress=progress)  # fmt: skip
         finally:
             test_env.close()
+        cut = test_cut_warning(build.plan.spec.id, settings, [r.length for r in results])
+        if cut is not None:
+            LOG.warning(cut)
     build.plan.run.write_test_returns([r.ret for r in results], [r.length for r in results], sampled=sampled_file)
     return summarize(results) if results else {}

@@ -1,0 +1,194 @@
+"""The table of a store of result records (:mod:`rlzoo.results.records`): what ``docs/results.md`` shows, rebuilt
+from the store alone.
+
+A store's ``store.yaml`` says what it holds: the experiment, the commit every record was trained at, the verdicts'
+reference, and the published figures printed beside the measured ones (``paper``). ``shards.csv`` lists how the
+records were made (one row per shard: seeds, CPU and wall seconds from ``/usr/bin/time -v``, load average).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rlzoo.errors import ConfigError
+from rlzoo.results.comparison import Row, compare
+from rlzoo.results.records import ENCODERS, RUNS, Record, check_records, store_records
+from rlzoo.results.stats import RowStats, plot_profiles, row_stats
+from rlzoo.schema import parse
+
+STORE_FILE = "store.yaml"
+SHARDS = "shards.csv"
+BEGIN = "<!-- store table: begin (python -m rlzoo.records action=table; edit the store, not this table) -->"
+END = "<!-- store table: end -->"
+PROFILE = "srl_benchmark_small_profile.png"
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """``store.yaml``: what a store holds and what its table prints beside the measured figures."""
+
+    experiment: str
+    commit: str
+    verdict_of: str
+    overrides: list[str] = field(default_factory=list)
+    paper: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def read_store_info(store: Path) -> StoreInfo:
+    path = store / STORE_FILE
+    try:
+        values = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path}: not a readable store description ({type(error).__name__})") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: holds no mapping")
+    return parse(StoreInfo, values)
+
+
+def missing_pairs(
+    records: Sequence[Record], representations: Sequence[str], seeds: Sequence[int]
+) -> list[tuple[str, int]]:
+    """The (representation, seed) pairs of the sweep that the store lacks, in sweep order."""
+    have = {(r.representation, r.seed) for r in records}
+    return [(m, s) for m in representations for s in seeds if (m, s) not in have]
+
+
+def missing_line(missing: Sequence[tuple[str, int]]) -> str:
+    """``none``, or per representation the seeds it lacks: ``raw_pixels seeds 0, 1; srl_splits seed 3``."""
+    by_representation: dict[str, list[int]] = {}
+    for representation, seed in missing:
+        by_representation.setdefault(representation, []).append(seed)
+    parts = [
+        f"{name} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+        for name, seeds in by_representation.items()
+    ]
+    return "; ".join(parts) or "none"
+
+
+def _iqm(iqm: float, ci: tuple[float, float]) -> str:
+    return "—" if math.isnan(iqm) else f"{iqm:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]"
+
+
+def _versus(stats: RowStats) -> str:
+    """P(reference > row) per score with its CI, and its verdict."""
+    if stats.is_reference:
+        return "reference"
+    versus = stats.versus
+    if versus is None or not versus.defined:
+        return "—"
+    parts = []
+    for point, (low, high), verdict in zip(versus.points, versus.intervals, versus.verdicts, strict=True):
+        parts.append("—" if math.isnan(point) else f"{point:.2f} [{low:.2f}, {high:.2f}] {verdict}")
+    return "<br>".join(parts)
+
+
+def _gtc(store: Path, records: Sequence[Record], representation: str) -> str:
+    """GTC_mean of the representation's encoder before / after whitening (from the stored encoder's metrics)."""
+    folders = {r.info["encoder"]["folder"] for r in records if r.representation == representation and r.encoder_hash}
+    if not folders:
+        return "1" if representation == "ground_truth" else "—"
+    metrics = json.loads((store / ENCODERS / folders.pop() / "metrics.json").read_text())
+    before, after = metrics.get("srl/unwhitened/gtc_mean", math.nan), metrics.get("srl/gtc_mean", math.nan)
+    return f"{float(before):.2f} / {float(after):.2f}"
+
+
+def _shards(store: Path) -> list[dict[str, str]]:
+    path = store / SHARDS
+    if not path.is_file():
+        return []
+    with path.open(newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int], figures: Path | None) -> str:
+    """The markdown of the store's table (and, with ``figures``, its performance profile written there).
+
+    :param representations: the experiment's srl_models, in the order of its sweep; ``seeds`` likewise.
+    """
+    info = read_store_info(store)
+    records = store_records(store)
+    check_records(records)
+    if not records:
+        raise ConfigError(f"{store}: holds no records yet ({RUNS}/ is empty or missing)")
+    comparison = compare(store / RUNS, baseline=None)
+    stats = row_stats(comparison.rows, None, reference=info.verdict_of)
+    if figures is not None:
+        for path in plot_profiles(comparison.rows, figures):
+            path.replace(figures / PROFILE)
+    return "\n".join(_lines(store, info, records, comparison.rows, stats, representations, seeds))
+
+
+def _lines(
+    store: Path,
+    info: StoreInfo,
+    records: Sequence[Record],
+    rows: Sequence[Row],
+    stats: Sequence[RowStats],
+    representations: Sequence[str],
+    seeds: Sequence[int],
+) -> list[str]:
+    missing = missing_pairs(records, representations, seeds)
+    commits = sorted({str(r.info.get("commit", "unknown"))[:12] for r in records})
+    cpu = sum(float(r.info["cpu_seconds"]) for r in records)
+    lines = [
+        f"Records: {len(records)} of {len(representations) * len(seeds)} (representations x seeds "
+        f"{seeds[0]} to {seeds[-1]}), trained at commit {', '.join(commits)}; their runs' CPU time {cpu:,.0f} s.",
+        f"Missing: {missing_line(missing)}.",
+        "",
+        "| srl_model | seeds | last-100 return IQM [95 % CI] | greedy test IQM [95 % CI] | sampled test IQM [95 % CI] "
+        f"| P({info.verdict_of} > row) [95 % CI] and verdict: last-100 / greedy / sampled "
+        "| GTC_mean before / after whitening | paper: last-100 (Table 1) | paper: GTC_mean (Table 2) |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    order = sorted(zip(rows, stats, strict=True), key=lambda pair: -_sort_key(pair[1]))
+    for row, stat in order:
+        name = row.group.srl_model
+        paper = info.paper.get(name, {})
+        lines.append(
+            f"| {name} | {row.n} | {_iqm(stat.iqm, stat.iqm_ci)} | {_iqm(stat.test_iqm, stat.test_iqm_ci)} | "
+            f"{_iqm(stat.sampled_iqm, stat.sampled_iqm_ci)} | {_versus(stat)} | {_gtc(store, records, name)} | "
+            f"{paper.get('last100', '—')} | {paper.get('gtc', '—')} |"
+        )
+    lines += ["", *_shard_lines(store)]
+    return lines
+
+
+def _sort_key(stat: RowStats) -> float:
+    return -math.inf if math.isnan(stat.test_iqm) else stat.test_iqm
+
+
+def _shard_lines(store: Path) -> list[str]:
+    shards = _shards(store)
+    if not shards:
+        return []
+    lines = ["| shard | seeds | records | CPU s (user + system) | wall | load average (1 min: mean, max) |",
+             "|---|---|---:|---:|---:|---|"]  # fmt: skip
+    for shard in shards:
+        lines.append(
+            f"| {shard['shard']} | {shard['seeds']} | {shard['records']} | {float(shard['cpu_seconds']):,.0f} | "
+            f"{float(shard['wall_seconds']) / 60:.0f} min | {shard['load_mean']}, {shard['load_max']} |"
+        )
+    return lines
+
+
+def replace_section(text: str, section: str, where: str) -> str:
+    """``text`` with the part between :data:`BEGIN` and :data:`END` replaced by ``section``."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        raise ConfigError(f"{where}: needs the two marker lines of the store table once each ({BEGIN} ... {END})")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+
+
+def section_of(text: str) -> str:
+    """The part of ``text`` between the markers (what :func:`replace_section` put there)."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        return ""
+    return text.split(BEGIN)[1].split(END)[0].strip("\n")

@@ -1,0 +1,405 @@
+"""Result records: a finished RL run kept as data, without weights, and stores of them.
+
+A record is a slim run dir that every reader of runs (``rlzoo.plot``, the pipeline's table, the report) reads as it
+reads the full one::
+
+    config.yaml            the run's resolved config; its machine paths (run_dir, the encoder's folder) replaced by
+                           names inside the store (the record's folder, ``encoders/<name>``)
+    monitor/<rank>.monitor.csv.gz   the training episodes (SB3 Monitor, gzipped)
+    returns100.csv, metrics.json, provenance.json, test_returns.csv, test_returns_sampled.csv   as in the run dir
+    record.json            representation, seed, commit, CPU and wall seconds, the encoder's folder and content hash
+
+A store is a folder of records (``runs/<representation>_seed<N>/``) and of the encoders they used
+(``encoders/<name>/``: metadata, metrics, losses and weights, loaded weights-only). Records only ever join a store
+together with every record already in it: configs equal but for the seed within each representation, one encoder
+content hash per representation, each (representation, seed) once (:func:`check_records`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.errors import ConfigError
+from rlzoo.rundir import (
+    CONFIG,
+    GZIP_SUFFIX,
+    METRICS,
+    PROVENANCE,
+    RETURNS100,
+    SAMPLED_TEST_RETURNS,
+    TEST_RETURNS,
+    RunDir,
+)
+
+RECORD = "record.json"
+FORMAT = 1
+RUNS, ENCODERS = "runs", "encoders"
+KEPT = (METRICS, PROVENANCE, TEST_RETURNS, SAMPLED_TEST_RETURNS, RETURNS100)  # copied as they are
+ENCODER_FILES = ("encoder.json", "metrics.json", "losses.csv", "config.yaml", "encoder.pt", "pca.npz")
+# Config keys two records of one representation may differ in: the seed, machine paths, where and how a run ran.
+FREE_KEYS = ("seed", "run_dir", "srl_model.checkpoint", "srl_model.vec_wrapper.checkpoint", "hardware.", "logger.",
+             "verbose", "progress_bar")  # fmt: skip
+FREE_SUFFIXES = (".device", ".torch_threads")
+HASH_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record (read and checked) or a run about to become one.
+
+    :param files: the record's files by relative name (bytes), for a record not written yet; empty once stored.
+    """
+
+    path: Path
+    config: DictConfig
+    info: dict[str, Any]
+    files: Mapping[str, bytes]
+
+    @property
+    def representation(self) -> str:
+        return str(self.info["representation"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.info["seed"])
+
+    @property
+    def name(self) -> str:
+        return record_name(self.representation, self.seed)
+
+    @property
+    def encoder_hash(self) -> str | None:
+        encoder = self.info.get("encoder")
+        return None if encoder is None else str(encoder["content_hash"])
+
+    def scores(self) -> bytes:
+        """The bytes of its ``metrics.json`` (what two records of one run share)."""
+        return self.files[METRICS] if METRICS in self.files else (self.path / METRICS).read_bytes()
+
+
+def record_name(representation: str, seed: int) -> str:
+    return f"{representation}_seed{seed}"
+
+
+def tensor_hash(arrays: Iterable[tuple[str, Any]]) -> str:
+    """SHA-256 of named arrays (name, dtype, shape and bytes, in name order): equal for equal weights, whatever the
+    file that holds them (``torch.save`` writes a fresh id into every file)."""
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for name, array in sorted(arrays, key=lambda item: item[0]):
+        values = np.ascontiguousarray(array)
+        digest.update(f"{name}|{values.dtype.str}|{values.shape}|".encode())
+        digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def encoder_content_hash(folder: Path) -> str:
+    """The content hash of an encoder's weights (``encoder.pt`` weights-only, or ``pca.npz`` without pickle)."""
+    import numpy as np
+
+    if (folder / "pca.npz").is_file():
+        with np.load(folder / "pca.npz", allow_pickle=False) as arrays:
+            return tensor_hash((name, arrays[name]) for name in arrays.files)
+    import torch
+
+    try:
+        state = torch.load(folder / "encoder.pt", map_location="cpu", weights_only=True)
+    except Exception as error:  # a missing file, or one that needs pickle: the reason in a few words
+        raise ConfigError(
+            f"encoder {folder.name}: its weights do not load weights-only ({type(error).__name__})"
+        ) from None
+    return tensor_hash((f"{name}:{tensor.dtype}", tensor.float().numpy()) for name, tensor in state.items())
+
+
+def _is_free(key: str) -> bool:
+    return key.endswith(FREE_SUFFIXES) or any(key == k or (k.endswith(".") and key.startswith(k)) for k in FREE_KEYS)
+
+
+def flat_values(config: DictConfig) -> dict[str, Any]:
+    """Every leaf of ``config`` as ``dotted.key: value`` (lists as their repr), the free keys left out."""
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            flat[prefix[:-1]] = repr(node) if isinstance(node, list | dict) else node
+
+    walk(OmegaConf.to_container(config, resolve=False), "")
+    return {key: value for key, value in flat.items() if not _is_free(key)}
+
+
+def check_records(records: Sequence[Record]) -> None:
+    """Refuse, in one line naming the difference, records that cannot form one table: one (representation, seed)
+    twice, configs of one representation that differ in anything but the seed (and machine paths), or two encoders
+    (content hashes) for one representation."""
+    seen: dict[str, Record] = {}
+    first: dict[str, Record] = {}
+    for record in records:
+        if record.name in seen:
+            raise ConfigError(
+                f"seed {record.seed} of {record.representation} is there twice ({seen[record.name].path} and "
+                f"{record.path}); a store holds each (representation, seed) once"
+            )
+        seen[record.name] = record
+        other = first.setdefault(record.representation, record)
+        if other is not record:
+            _check_same_run_settings(other, record)
+
+
+def _check_same_run_settings(one: Record, two: Record) -> None:
+    if one.encoder_hash != two.encoder_hash:
+        raise ConfigError(
+            f"{one.representation}: two encoders (content hashes {str(one.encoder_hash)[:12]} in {one.path} and "
+            f"{str(two.encoder_hash)[:12]} in {two.path}); the records of one representation share its encoder"
+        )
+    a, b = flat_values(one.config), flat_values(two.config)
+    for key in sorted(set(a) | set(b)):
+        if repr(a.get(key, "<absent>")) != repr(b.get(key, "<absent>")):
+            raise ConfigError(
+                f"{one.representation}: {key} is {a.get(key, '<absent>')!r} in {one.path} but "
+                f"{b.get(key, '<absent>')!r} in {two.path}; records of one table differ in the seed only"
+            )
+
+
+def load_config_text(text: str, where: Path) -> DictConfig:
+    """A record's ``config.yaml`` as data: plain YAML (no tags), a mapping, no interpolation anywhere."""
+    try:
+        values = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{where}: not plain YAML ({type(error).__name__}); a record holds data only") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: holds no mapping; a record's config.yaml is the run's resolved config")
+    for key, value in _strings(values, ""):
+        if "${" in value:
+            raise ConfigError(f"{where}: {key} holds an interpolation ({value[:60]!r}); a record's config is resolved")
+    return OmegaConf.create(values)
+
+
+def _strings(node: Any, prefix: str) -> Iterable[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(value, f"{prefix}{key}.")
+            if isinstance(key, str):
+                yield prefix + key, key
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _strings(value, f"{prefix}{i}.")
+    elif isinstance(node, str):
+        yield prefix.rstrip("."), node
+
+
+def read_record(folder: Path) -> Record:
+    """A stored record, checked as hostile data: no symlink, plain JSON and YAML, fields of the right types."""
+    for path in (folder, *folder.rglob("*")):
+        if path.is_symlink():
+            raise ConfigError(f"{path}: a symlink in a record; records hold plain files only")
+    try:
+        info = json.loads((folder / RECORD).read_text())
+        config = load_config_text((folder / CONFIG).read_text(), folder / CONFIG)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{folder}: not a readable record ({type(error).__name__})") from None
+    _check_info(info, config, folder)
+    return Record(folder, config, info, {})
+
+
+def _check_info(info: Any, config: DictConfig, folder: Path) -> None:
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"{folder / RECORD}: {what}")
+
+    if not isinstance(info, dict) or info.get("format") != FORMAT:
+        raise bad(f"not a record of format {FORMAT}")
+    representation, seed = info.get("representation"), info.get("seed")
+    if not isinstance(representation, str) or representation != OmegaConf.select(config, "srl_model.name"):
+        raise bad(f"representation {representation!r} is not its config's srl_model.name")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed != config.get("seed"):
+        raise bad(f"seed {seed!r} is not its config's seed")
+    for key in ("cpu_seconds", "wall_seconds"):
+        value = info.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise bad(f"{key} is {value!r}; a number of seconds ≥ 0 is allowed")
+    encoder = info.get("encoder")
+    if encoder is not None and not (
+        isinstance(encoder, dict)
+        and _is_hash(encoder.get("content_hash"))
+        and isinstance(encoder.get("folder"), str)
+        and _is_plain_name(encoder["folder"])
+    ):
+        raise bad("encoder is not {folder: <name>, content_hash: <64 hex digits>}")
+    if folder.name != record_name(representation, seed):
+        raise bad(f"its folder is named {folder.name}, not {record_name(representation, seed)}")
+
+
+def _is_hash(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == HASH_LENGTH and all(c in "0123456789abcdef" for c in value)
+
+
+def _is_plain_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+
+
+def make_record(run: RunDir, encoder_hashes: dict[Path, str]) -> Record:
+    """The record of the finished run ``run`` (nothing written): its files in memory; a record itself (one with
+    ``record.json``) is read and copied as it is, its encoder taken from its store where that has it.
+
+    :param encoder_hashes: the encoder folders the records use, with their content hashes (a cache, filled here).
+    """
+    if (run.path / RECORD).is_file():
+        return _copied_record(run.path, encoder_hashes)
+    config = run.read_config()
+    values = OmegaConf.to_container(config, resolve=True)
+    assert isinstance(values, dict)
+    name = record_name(str(config.srl_model.name), int(config.seed))
+    values["run_dir"] = name
+    encoder = _encoder_of(config, encoder_hashes)
+    if encoder is not None:
+        values["srl_model"]["checkpoint"] = f"{ENCODERS}/{encoder['folder']}"
+    metrics = run.read_metrics()
+    provenance = json.loads(run.provenance.read_text()) if run.provenance.is_file() else {}
+    info = {
+        "format": FORMAT, "representation": str(config.srl_model.name), "seed": int(config.seed),
+        "commit": str(provenance.get("commit", "unknown")), "cpu_seconds": float(metrics.get("time/cpu_seconds", 0.0)),
+        "wall_seconds": float(metrics.get("time/total_seconds", 0.0)), "encoder": encoder,
+    }  # fmt: skip
+    files = {CONFIG: OmegaConf.to_yaml(OmegaConf.create(values)).encode(), RECORD: _json(info)}
+    files |= {kept: (run.path / kept).read_bytes() for kept in KEPT if (run.path / kept).is_file()}
+    for log in run.monitor_files():
+        files[f"monitor/{log.name}{GZIP_SUFFIX}"] = gzip.compress(log.read_bytes(), mtime=0)
+    return Record(run.path, load_config_text(files[CONFIG].decode(), run.config), info, files)
+
+
+def _copied_record(folder: Path, encoder_hashes: dict[Path, str]) -> Record:
+    """A stored record, in memory; its store's copy of its encoder must hold the weights the record names."""
+    record = read_record(folder)
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    encoder = record.info.get("encoder")
+    stored = folder.parent.parent / ENCODERS / encoder["folder"] if encoder is not None else None
+    if stored is not None and stored.is_dir():
+        if stored not in encoder_hashes:
+            encoder_hashes[stored] = encoder_content_hash(stored)
+        if encoder_hashes[stored] != record.encoder_hash:
+            raise ConfigError(
+                f"{folder}: names encoder content hash {str(record.encoder_hash)[:12]}, but {stored} holds "
+                f"{encoder_hashes[stored][:12]}"
+            )
+    return Record(record.path, record.config, record.info, files)
+
+
+def _json(values: dict[str, Any]) -> bytes:
+    return (json.dumps(values, indent=1, sort_keys=True) + "\n").encode()
+
+
+def _encoder_of(config: DictConfig, hashes: dict[Path, str]) -> dict[str, str] | None:
+    checkpoint = OmegaConf.select(config, "srl_model.checkpoint")
+    if not checkpoint:
+        return None
+    folder = Path(str(checkpoint))
+    folder = folder if folder.is_dir() else folder.parent
+    if folder not in hashes:
+        hashes[folder] = encoder_content_hash(folder)
+    return {"folder": folder.name, "content_hash": hashes[folder]}
+
+
+def store_records(store: Path) -> list[Record]:
+    """Every record of ``store`` (``<store>/runs/*``), read and checked."""
+    runs = store / RUNS
+    return [read_record(p) for p in sorted(runs.iterdir()) if p.is_dir()] if runs.is_dir() else []
+
+
+def candidates(sources: Sequence[Path]) -> list[RunDir]:
+    """The finished RL runs (and records) under ``sources``: a pipeline dir's datasets and encoders are not runs."""
+    from rlzoo.results.runs import find_runs
+
+    found = []
+    for source in sources:
+        for run in find_runs(source):
+            if (run.path / RECORD).is_file() or _is_rl_run(run):
+                found.append(run)
+    return found
+
+
+def _is_rl_run(run: RunDir) -> bool:
+    try:
+        config = load_config_text(run.config.read_text(), run.config)
+    except ConfigError:
+        return False
+    return run.is_finished() and "algo" in config and "srl_model" in config
+
+
+def merge_into_store(sources: Sequence[Path], store: Path, log: Callable[[str], None] = print) -> list[Path]:
+    """Add the finished runs and records under ``sources`` to ``store`` (made if missing) with their encoders; a
+    record already there with the same scores is skipped. Everything is checked first: a refusal writes nothing."""
+    stored = store_records(store)
+    by_name = {r.name: r for r in stored}
+    hashes: dict[Path, str] = {}
+    new: list[Record] = []
+    for run in candidates(sources):
+        record = make_record(run, hashes)
+        same = by_name.get(record.name)
+        if same is not None and same.scores() == record.scores():
+            continue  # this very run is stored already
+        new.append(record)
+    check_records([*stored, *new])
+    encoders = {folder.name: folder for folder in hashes}
+    _check_stored_encoders(store, encoders, hashes)
+    written = [_write_record(store / RUNS, record) for record in new]
+    for name, folder in encoders.items():
+        _store_encoder(folder, store / ENCODERS / name, hashes[folder])
+    log(f"rlzoo.records: {len(written)} new record(s) in {store}, {len(stored)} there already")
+    return written
+
+
+def _check_stored_encoders(store: Path, encoders: dict[str, Path], hashes: dict[Path, str]) -> None:
+    for name, folder in encoders.items():
+        kept = store / ENCODERS / name / "content_hash"
+        if kept.is_file() and kept.read_text().strip() != hashes[folder]:
+            raise ConfigError(
+                f"encoder {name}: content hash {hashes[folder][:12]} differs from the store's "
+                f"{kept.read_text().strip()[:12]}; the store keeps one encoder per name"
+            )
+
+
+def _write_record(runs: Path, record: Record) -> Path:
+    """Write ``record`` as ``runs/<name>/``, whole or not at all."""
+    runs.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{record.name}.", dir=runs))
+    try:
+        for relative, data in record.files.items():
+            path = staging / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        for path in (staging, *staging.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        os.replace(staging, runs / record.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return runs / record.name
+
+
+def _store_encoder(source: Path, target: Path, content_hash: str) -> None:
+    """Copy an encoder's files (no dataset) into the store, with its content hash; machine paths become names."""
+    if (target / "content_hash").is_file():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ENCODER_FILES:
+        if (source / name).is_file():
+            data = (source / name).read_bytes()
+            if name in ("encoder.json", "config.yaml"):
+                data = data.replace(str(source.parent.parent).encode(), b"<pipeline dir>")
+            (target / name).write_bytes(data)
+    (target / "content_hash").write_text(content_hash + "\n")
