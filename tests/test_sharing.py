@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import pickle
 import re
 import shutil
@@ -177,7 +178,7 @@ POISONS = {
 }
 MESSAGES = {
     "config": r"config.yaml: algo.learning_rate._target_='codecs.open' is outside the allowlist .*trusted=true",
-    "pth": r"model.zip cannot be loaded as PPO: Weights only load failed",
+    "pth": r"model.zip cannot be loaded as PPO: its weights hold a pickled object, not plain tensors; .*trusted=true",
     "obs_norm": r"obs_norm.npz cannot be read: Object arrays cannot be loaded when allow_pickle=False",
 }
 
@@ -332,3 +333,24 @@ def test_multiagent_run_loads_and_resumes_without_its_pickles(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="outside the allowlist"):
         load_multiagent(poisoned)
     assert not marker.exists()
+
+
+def test_links_inside_wandb_folder_are_its_own_but_the_folder_is_checked(tmp_path: Path) -> None:
+    """A copied run's ``wandb/debug.log`` links point where the run was made (W&B's own, never read or written by
+    rlzoo); the ``wandb`` folder itself leading outside is refused like any link."""
+    from rlzoo.errors import Refused
+    from rlzoo.untrusted import check_links
+
+    run = tmp_path / "run"
+    (run / "wandb").mkdir(parents=True)
+    os.symlink(tmp_path / "where_it_was_made" / "debug.log", run / "wandb" / "debug.log")
+    check_links(run)
+    os.symlink(tmp_path / "where_it_was_made" / "debug.log", run / "debug.log")
+    with pytest.raises(Refused, match=r"run/debug.log is a symlink to \S+where_it_was_made/debug.log, outside"):
+        check_links(run)
+    (run / "debug.log").unlink()
+    shutil.rmtree(run / "wandb")
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", run / "wandb")
+    with pytest.raises(Refused, match=r"run/wandb is a symlink to \S+elsewhere, outside"):
+        check_links(run)

@@ -55,6 +55,7 @@ from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the mod
     save_models,
     save_obs_norm,
 )
+from rlzoo.untrusted import read_yaml
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -279,9 +280,8 @@ class RunDir:
         return self.config.is_file()
 
     def read_config(self) -> DictConfig:
-        config = OmegaConf.load(self.config)
-        assert isinstance(config, DictConfig), f"{self.config} does not hold a mapping"
-        return config
+        """The saved config; YAML tags or broken YAML are one line (:func:`rlzoo.untrusted.read_yaml`)."""
+        return read_yaml(self.config)
 
     def claim(self) -> None:
         """Make sure this run may be written: refuse to overwrite a run that already trained here."""

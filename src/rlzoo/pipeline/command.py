@@ -26,7 +26,7 @@ from omegaconf import DictConfig
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.pipeline.launch import Job, all_jobs, check_runs_use_encoders, job_statuses, representation_key, run_sweep
 from rlzoo.pipeline.slurm import FOLDER as SUBMITIT_ENCODERS
 from rlzoo.pipeline.slurm import run_steps_on_slurm
@@ -174,6 +174,8 @@ def results(spec: PipelineSpec, say: Callable[[str], None]) -> None:
             dir=str(spec.runs_dir), out=str(spec.dir / RESULTS), verdict_of=spec.verdict_of, verdict_ci=spec.verdict_ci
         )
         report = plot(settings, log=say)
+    except Refused:  # a run refused untrusted (its config names code ...): the pipeline fails, naming it
+        raise
     except ConfigError as error:  # no run has an episode yet (all failed before their first)
         say(f"no table: {error}")
         return

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.replay.video import gif_bytes
 from rlzoo.results.comparison import Row
 from rlzoo.results.runs import RunResult
@@ -44,6 +44,7 @@ def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False
     as the run's kind replays (:func:`rlzoo.training.kind.kind_of_run`).
 
     :return: None when the run has no model yet or its env does not render.
+    :raise ConfigError: the run is refused untrusted (:class:`~rlzoo.errors.Refused`): one line naming it.
     """
     from rlzoo.training.kind import ReplayRequest, kind_of_run
 
@@ -51,6 +52,8 @@ def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False
         kind, run_dir = kind_of_run(run.path)
         checkpoint = FINAL if run_dir.is_finished() else LATEST
         replayed = kind.replay(run_dir, ReplayRequest(checkpoint, 1, seed=seed, frames=True, trusted=trusted))
+    except Refused as error:
+        raise ConfigError(f"the replay of run {run.path} was refused: {error}") from None
     except (ConfigError, ValueError, TypeError, AttributeError):  # no model yet; an env without rgb_array
         return None
     if not replayed.frames:
@@ -60,7 +63,7 @@ def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False
 
 def best_replays(rows: Sequence[Row], last: int = 100, *, trusted: bool = False) -> list[Replay]:
     """A replay of the best run of each group (at the largest budget it has a row for); ``trusted``: see
-    :func:`rlzoo.replay.loading.load_run` (a run refused untrusted gets no replay)."""
+    :func:`rlzoo.replay.loading.load_run` (a run refused untrusted fails the report, in one line naming it)."""
     chosen: dict[int, Row] = {}
     for row in rows:
         if row.n and (id(row.group) not in chosen or row.budget > chosen[id(row.group)].budget):

@@ -180,8 +180,8 @@ def write_report(
     folder = Path(folder)
     comparison = compare(folder, budgets, baseline)
     verdicts.check_reference(verdict_of, [g.srl_model for g in comparison.groups])
+    replays = best_replays(comparison.rows, trusted=trusted) if videos else []  # first: a refused run stops it
     curves, n_figures = _curves(comparison)
-    replays = best_replays(comparison.rows, trusted=trusted) if videos else []
     encoders = [read_encoder(p) for p in encoder_folders(comparison.results, folder)]
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     title = f"rlzoo report: {folder.resolve()}"

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.results import stats as results_stats
 from rlzoo.results.runs import UNFINISHED, Group, RunResult, failure, find_runs, group_runs, read_run
 from rlzoo.results.stats import RowStats
@@ -160,6 +160,8 @@ def compare(
     for run in runs:
         try:
             result = read_run(run)
+        except Refused:  # a config that is not plain YAML (a tag ...): the command fails, naming it
+            raise
         except Exception as error:  # a config.yaml or CSV that is not what rlzoo writes
             notes.append(f"skipped {run.path}: cannot read it ({error})")
             continue

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.any_env.options import observation_label
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import GZIP_SUFFIX, RunDir
+from rlzoo.untrusted import refuse_interpolations
 
 # Config keys that do not make runs different experiments (prefixes end with a dot).
 IGNORED_KEYS = (
@@ -212,8 +213,10 @@ def returns100_points(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_run(run: RunDir) -> RunResult:
-    """The training episodes of ``run``: from its Monitor files, else from ``returns100.csv``."""
+    """The training episodes of ``run``: from its Monitor files, else from ``returns100.csv``; a config holding an
+    interpolation is refused (tables show values as written, never resolved: ``oc.env`` ...)."""
     config = run.read_config()
+    refuse_interpolations(config, run.config)
     files = run.episode_logs()
     finished = run.is_finished()
     failed = run.error.is_file() and not finished

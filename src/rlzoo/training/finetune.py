@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
-from rlzoo.training.safe_load import describe_saved_space, first_line
+from rlzoo.training.safe_load import check_targets, describe_saved_space, weights_error
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -99,7 +99,10 @@ def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> Ini
         point = InitPoint(run.path, None, best=True)
     else:
         point = InitPoint(run.path, _choose(run, checkpoint, value))
-    saved = OmegaConf.to_container(run.read_config(), resolve=True)
+    config = run.read_config()
+    if not values.get("trusted"):  # its config is only compared, but a shared run is checked as every load checks it
+        check_targets(config, run.config)
+    saved = OmegaConf.to_container(config, resolve=True)
     assert isinstance(saved, dict)
     saved_algo = str(saved["algo"]["_target_"])
     if saved_algo.rsplit(".", 1)[-1] != algo_class.__name__:
@@ -159,7 +162,9 @@ def init_model(model: BaseAlgorithm, point: InitPoint, normalizer: VecNormalize 
     try:  # the weights only (torch.load with weights_only): the data entry's pickles are not read
         _, params, _ = load_from_zip_file(point.model, device=model.device, load_data=False)
     except Exception as error:  # a truncated zip, a .pth holding a pickled object ...
-        raise ConfigError(f"init_from={point.pinned}: {point.model} cannot be read: {first_line(error)}") from None
+        raise ConfigError(
+            f"init_from={point.pinned}: {weights_error(point.model, 'an SB3 model', error, hint=False)}"
+        ) from None
     if params is None or "policy" not in params:
         raise ConfigError(f"init_from={point.pinned}: {point.model} holds no policy weights")
     try:

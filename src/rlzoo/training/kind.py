@@ -28,6 +28,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.hardware import Hardware
 from rlzoo.rundir import FINAL, RunDir
 from rlzoo.training.settings import RunSettings
+from rlzoo.untrusted import check_links
 
 if TYPE_CHECKING:
     import numpy as np
@@ -233,7 +234,7 @@ def kind_of_run(run_dir: str | Path) -> tuple[RunKind, RunDir]:
 
 
 def open_run(run_dir: str | Path) -> RunDir:
-    """The run dir at ``run_dir``, or a ConfigError saying why it is not one."""
+    """The run dir at ``run_dir``, or a ConfigError saying why it is not one (or that a link in it leads out)."""
     run = RunDir(Path(run_dir).expanduser())
     if not run.path.is_dir():
         raise ConfigError(f"run={run_dir}: no such folder; pass the folder a training run wrote (with config.yaml)")
@@ -242,6 +243,7 @@ def open_run(run_dir: str | Path) -> RunDir:
             f"run={run_dir} is not a run dir (it has no config.yaml); pass the folder a training run wrote, "
             "e.g. outputs/<date>/<time>_<algo>_<env>"
         )
+    check_links(run.path)  # trusted or not: what is read and written here (enjoy/) stays inside the run dir
     return run
 
 

@@ -15,7 +15,6 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from rlzoo.errors import ConfigError
 from rlzoo.rundir import load_obs_norm
 
 TERMINAL = "terminal_observation"
@@ -44,10 +43,7 @@ class FrozenNormalization:
     @classmethod
     def load(cls, path: Path) -> FrozenNormalization:
         """Read ``obs_norm.npz`` (:func:`rlzoo.rundir.save_obs_norm`)."""
-        try:
-            return cls(*load_obs_norm(path))
-        except Exception as error:  # a truncated or foreign file
-            raise ConfigError(f"{path} cannot be read: {error}") from None
+        return cls(*load_obs_norm(path))  # a truncated or foreign file: one line
 
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch of observations as ``VecNormalize`` does."""

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, load_obs_norm
 from rlzoo.training.safe_load import check_targets, restore_weights
+from rlzoo.untrusted import check_links, inside
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -103,6 +104,7 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
         if run.trained() or run.checkpoints():
             raise ConfigError(f"run_dir {run.path} holds a model but no config.yaml; choose another run_dir")
         return None
+    check_links(run.path)  # trusted or not: a resume writes into the run dir only
     differences = _differences(run.read_config(), cfg)
     if differences:
         raise ConfigError(
@@ -115,12 +117,40 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     if not checkpoints:
         return None
     newest = checkpoints[-1]
-    state_file = newest / CHECKPOINT_STATE
-    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    state = _read_state(run, newest / CHECKPOINT_STATE)
     return ResumePoint(
         newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
         float(state.get("elapsed_seconds", 0.0)), dict(state.get("kind", {})),
     )  # fmt: skip
+
+
+def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
+    """A checkpoint's ``state.json``, checked: the log files it names (to cut back) lie inside the run dir, as every
+    file of the run dir does (:func:`find_resume_point` checked its links); one line otherwise."""
+    if not path.is_file():
+        return {}
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise Refused(f"{path} is not JSON: {error}") from None
+    if not isinstance(state, dict):
+        raise Refused(f"{path} does not hold a mapping of resume state")
+    lines, pending = state.get("log_lines", {}), state.get("pending_returns", [])
+    if not isinstance(lines, dict) or not all(_is_number(n, int) for n in lines.values()):
+        raise Refused(f"{path}: log_lines must map log files of the run to line counts, got {lines!r}"[:300])
+    if not isinstance(pending, list) or not all(_is_number(r, float) for r in pending):
+        raise Refused(f"{path}: pending_returns must be a list of returns, got {pending!r}"[:300])
+    if not _is_number(state.get("elapsed_seconds", 0.0), float) or not isinstance(state.get("kind", {}), dict):
+        raise Refused(f"{path}: elapsed_seconds must be a number and kind a mapping")
+    for relative in lines:
+        inside(run.path, relative, f"{path}: log_lines")
+    return state
+
+
+def _is_number(value: Any, kind: type) -> bool:
+    """An int (``kind`` int), or an int or float (``kind`` float); never a bool."""
+    allowed = (int,) if kind is int else (int, float)
+    return isinstance(value, allowed) and not isinstance(value, bool)
 
 
 def training_seed(seed: int, point: ResumePoint | None) -> int:
@@ -163,7 +193,7 @@ def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
             path.unlink(missing_ok=True)
         return
     for relative, keep in point.log_lines.items():
-        path = run.path / relative
+        path = inside(run.path, relative, "log_lines")  # checked when the point was found; checked again here
         if path.is_file():
             with path.open("rb") as stream:
                 lines = stream.readlines()[:keep]

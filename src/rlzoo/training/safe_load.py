@@ -2,12 +2,15 @@
 
 A run dir may come from someone else, so by default nothing in it is code:
 
-- ``config.yaml``'s ``_target_`` entries (:func:`check_targets`) are resolved only within an allowlist: algorithm,
+- ``config.yaml`` (:func:`check_targets`) holds no interpolation (:mod:`rlzoo.untrusted`), so the tree checked is the
+  tree built; its ``_target_`` entries (every node and list item) are resolved only within an allowlist: algorithm,
   policy, network, feature-extractor and action-noise classes of SB3, sb3-contrib, SBX and rlzoo, SB3's schedules,
   ``torch.nn`` modules (activations, through ``hydra.utils.get_class``), rlzoo's representation wrappers, the
   algorithms the loading user registered in their own config folder (``rlzoo_conf/algo/<name>.yaml`` or
-  ``$RLZOO_CONF``: :func:`user_algorithms`) and the modules they name (``allow``). Anything else is refused in one
-  line naming the key.
+  ``$RLZOO_CONF``: :func:`user_algorithms`) and the modules they name (``allow``). A module ``env.id`` names
+  (``module:EnvId``, a multi-agent run's PettingZoo module) must be under :data:`ENV_MODULES` or ``allow``; no module is
+  imported from the run dir, the folder holding it or the current folder. Anything else is refused in one line
+  naming the key (:class:`~rlzoo.errors.Refused`).
 - ``model.zip`` (:func:`load_untrusted`): the model is rebuilt from the checked config; its weights come from the zip's
   ``.pth`` files through ``torch.load(weights_only=True)`` (SB3's ``load_from_zip_file(load_data=False)``), so no
   cloudpickled ``:serialized:`` entry of the ``data`` JSON is ever unpickled; the plain JSON counters listed in
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -39,8 +43,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStac
 
 from rlzoo.algos.factory import AlgorithmFactory
 from rlzoo.config import user_config_dir
-from rlzoo.errors import ConfigError
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.jax_weights import JAX_WEIGHTS, is_jax_model, load_jax_weights
+from rlzoo.untrusted import TRUST_HINT, check_import, check_links, check_origin, refuse_interpolations
 
 # Packages whose classes of the kinds below a config may name.
 ALLOWED_ROOTS = ("stable_baselines3", "sb3_contrib", "sbx", "rlzoo", "torch.nn")
@@ -61,31 +66,36 @@ PLAIN_KEYS = (
     "_current_progress_remaining",
     "exploration_rate",
 )
-TRUST_HINT = "pass trusted=true (Python: trusted=True) only if you trust who made the run"
+# Top-level modules an untrusted run's ``env.id`` may make rlzoo import (``module:EnvId``, a PettingZoo module):
+# Gymnasium's and rlzoo's registries, PettingZoo and the extras' env packages.
+ENV_MODULES = ("gymnasium", "rlzoo", "ale_py", "pettingzoo", "mpe2", "shimmy")
 
 
 def _under(target: str, roots: Sequence[str]) -> bool:
     return any(target == root or target.startswith(root + ".") for root in roots)
 
 
-def allowed_target(target: str, node: dict[str, Any], allow: Sequence[str] = ()) -> bool:
+def allowed_target(target: str, node: dict[str, Any], allow: Sequence[str] = (), run_root: Path | None = None) -> bool:
     """Whether a ``_target_`` may be instantiated from a shared config (see the module docstring).
 
     :param node: the mapping holding it (``hydra.utils.get_class`` is allowed for an allowed ``path`` only).
     :param allow: module or object names the loading user trusts (their own algorithm module).
+    :param run_root: the run dir: a module it (or the folder above it) holds is never imported
+        (:func:`rlzoo.untrusted.check_origin` raises :class:`~rlzoo.errors.Refused`).
     """
     if any(part.startswith("_") for part in target.split(".")):
         return False  # no private names, no dunder walks (``PPO.__init__.__globals__``)
-    if _under(target, allow):
-        return _located_kind(target, ALLOWED_KINDS)  # the user's module: its classes, not its functions
+    if _under(target, allow):  # the user's module: its classes, not its functions
+        return _located_kind(target, ALLOWED_KINDS, run_root, user=True)
     if target == GET_CLASS:
         path = node.get("path")
-        return set(node) <= {"_target_", "path"} and isinstance(path, str) and _allowed_object(path)
-    return target in RLZOO_FUNCTIONS or _allowed_object(target)
+        return set(node) <= {"_target_", "path"} and isinstance(path, str) and _allowed_object(path, run_root)
+    return target in RLZOO_FUNCTIONS or _allowed_object(target, run_root)
 
 
-def _located_kind(target: str, kinds: tuple[type, ...]) -> bool:
+def _located_kind(target: str, kinds: tuple[type, ...], run_root: Path | None, user: bool = False) -> bool:
     """Whether ``target`` names a class of one of ``kinds`` (or one of :data:`ALLOWED_OBJECTS`)."""
+    check_origin(target, f"_target_={target!r}", run_root, current_folder=user)
     try:
         found = _locate(target)
     except Exception:  # not importable: refused like any unknown name
@@ -96,10 +106,10 @@ def _located_kind(target: str, kinds: tuple[type, ...]) -> bool:
     return inspect.isclass(found) and issubclass(found, kinds + (RLZOO_KINDS if wrappers else ()))
 
 
-def _allowed_object(target: str) -> bool:
+def _allowed_object(target: str, run_root: Path | None) -> bool:
     if not _under(target, ALLOWED_ROOTS):
         return False  # never imported: only names inside the allowed packages are looked up
-    return _located_kind(target, ALLOWED_KINDS)
+    return _located_kind(target, ALLOWED_KINDS, run_root)
 
 
 def _targets(node: Any, path: str = "") -> Iterator[tuple[str, Any, dict[str, Any]]]:
@@ -130,23 +140,69 @@ def user_algorithms() -> tuple[str, ...]:
 
 
 def check_targets(config: DictConfig, source: Path, allow: Sequence[str] = ()) -> None:
-    """Refuse a config naming code outside the allowlist, in one line naming the key; nothing is imported outside the
-    allowed packages and nothing is built."""
-    plain = OmegaConf.to_container(config, resolve=False)
+    """Refuse a shared config that names code, in one line naming the key: an interpolation (so the tree checked is
+    the tree built), a ``_target_`` outside the allowlist (every node and list item), a module to import outside the
+    allowlist or from the run dir (``env.id``), an encoder folder with links leading out of it. Nothing is imported
+    outside the allowed packages and nothing is built.
+
+    :param source: the run's ``config.yaml`` (its folder is the run dir).
+    """
+    refuse_interpolations(config, source)
+    check_links(source.parent)
+    plain = OmegaConf.to_container(config, resolve=True)  # no interpolation: the values as read, and as built
+    assert isinstance(plain, dict)
     allow = (*allow, *user_algorithms())
     for key, target, node in _targets(plain):
-        if not isinstance(target, str) or not allowed_target(target, node, allow):
+        if not isinstance(target, str) or not allowed_target(target, node, allow, source.parent):
             shown = f"{target} (path: {node.get('path')})" if target == GET_CLASS else target
-            raise ConfigError(
+            raise Refused(
                 f"{source}: {key}._target_={shown!r} is outside the allowlist (the algorithm, policy, network, "
                 f"schedule and noise classes of SB3, sb3-contrib, SBX and rlzoo); {TRUST_HINT}, or allow your own "
                 "module with allow=[<module>]"
             )
+    _check_env_module({str(k): v for k, v in plain.items()}, source, allow)
+    _check_encoders(plain.get("srl_model"))
+
+
+def _check_env_module(values: dict[str, Any], source: Path, allow: Sequence[str]) -> None:
+    """The module ``env.id`` makes rlzoo import: ``module:EnvId``, or a multi-agent run's PettingZoo module."""
+    env = values.get("env")
+    env_id = env.get("id") if isinstance(env, dict) else None
+    if not isinstance(env_id, str):
+        return
+    if values.get("multiagent"):
+        module = env_id
+    elif ":" in env_id:
+        module = env_id.partition(":")[0]
+    else:
+        return
+    check_import(module, ENV_MODULES, f"{source}: env.id={env_id!r}", source.parent, allow)
+
+
+def _check_encoders(node: Any) -> None:
+    """Every encoder folder the representation names (``checkpoint`` keys) holds no link leading out of it."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "checkpoint" and isinstance(value, str) and Path(value).is_dir():
+                check_links(Path(value))
+            else:
+                _check_encoders(value)
 
 
 def first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def weights_error(path: Path, name: str, error: BaseException, hint: bool = True) -> ConfigError:
+    """One line for weights that do not load: a pickled object (refused by ``torch.load(weights_only=True)``) is
+    named in a few words (``hint``: with how to load it trusted), other errors by their first line."""
+    if isinstance(error, pickle.UnpicklingError) or "Weights only load failed" in str(error):
+        trust = f"; {TRUST_HINT}" if hint else ""
+        return Refused(
+            f"{path} cannot be loaded as {name}: its weights hold a pickled object, not plain tensors{trust}"
+        )
+    return ConfigError(f"{path} cannot be loaded as {name}: {first_line(error)}")
 
 
 def saved_data(path: Path, what: str = "an SB3 model") -> dict[str, Any]:
@@ -185,14 +241,16 @@ def restore_weights(model: BaseAlgorithm, path: Path) -> None:
     name = type(model).__name__
     data = saved_data(path, name)
     try:
-        if is_jax_model(model):
-            _restore_jax(model, path)
-        else:
-            _restore_torch(model, path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SB3's notes on an old or odd zip: the one line below says what failed
+            if is_jax_model(model):
+                _restore_jax(model, path)
+            else:
+                _restore_torch(model, path)
     except ConfigError:
         raise
     except Exception as error:  # torch's refusal of a pickled object, shapes that differ ...
-        raise ConfigError(f"{path} cannot be loaded as {name}: {first_line(error)}") from None
+        raise weights_error(path, name, error) from None
     for key in PLAIN_KEYS:
         value = data.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and hasattr(model, key):
@@ -222,7 +280,7 @@ def _attribute(model: BaseAlgorithm, dotted: str) -> Any:
 def _restore_jax(model: BaseAlgorithm, path: Path) -> None:
     weights = path.parent / JAX_WEIGHTS
     if not weights.is_file():
-        raise ConfigError(
+        raise Refused(
             f"{path} is an SBX model saved without {JAX_WEIGHTS} (a run from an older rlzoo): its weights are in a "
             f"pickle; {TRUST_HINT}"
         )
