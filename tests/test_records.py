@@ -83,6 +83,15 @@ def test_merging_again_adds_only_what_is_new(shards: dict[str, Path], tmp_path: 
     assert lines == [f"rlzoo.records: 6 new record(s) in {store}, 6 there already"]
 
 
+def test_a_resumed_run_is_left_out(shards: dict[str, Path], tmp_path: Path) -> None:
+    resumed = tmp_path / "runs" / "MobileRobot_ground_truth_seed3"
+    shutil.copytree(shards["b"] / "runs" / "MobileRobot_ground_truth_seed3", resumed)
+    (resumed / "resumes.csv").write_text("time,steps\n2026-01-01T00:00:00,320\n")
+    lines: list[str] = []
+    assert merge_into_store([tmp_path / "runs"], tmp_path / "store", log=lines.append) == []
+    assert lines[0] == f"rlzoo.records: left out {resumed}: it was resumed, so it is not the uninterrupted run"
+
+
 def edited(store: Path, name: str, change: Callable[[dict], None], file: str = RECORD) -> None:
     path = store / RUNS / name / file
     values = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())

@@ -313,13 +313,18 @@ def store_records(store: Path) -> list[Record]:
     return [read_record(p) for p in sorted(runs.iterdir()) if p.is_dir()] if runs.is_dir() else []
 
 
-def candidates(sources: Sequence[Path]) -> list[RunDir]:
-    """The finished RL runs (and records) under ``sources``: a pipeline dir's datasets and encoders are not runs."""
-
+def candidates(sources: Sequence[Path], log: Callable[[str], None] = print) -> list[RunDir]:
+    """The finished RL runs (and records) under ``sources``: a pipeline dir's datasets and encoders are not runs,
+    and a run that was resumed is left out, saying so (its randomness restarted at the resume, so it is not the run an
+    uninterrupted one gives, and a rerun could not reproduce it)."""
     found = []
     for source in sources:
         for run in find_runs(source):
-            if (run.path / RECORD).is_file() or _is_rl_run(run):
+            if (run.path / RECORD).is_file():
+                found.append(run)
+            elif _is_rl_run(run) and run.resumes():
+                log(f"rlzoo.records: left out {run.path}: it was resumed, so it is not the uninterrupted run")
+            elif _is_rl_run(run):
                 found.append(run)
     return found
 
@@ -339,7 +344,7 @@ def merge_into_store(sources: Sequence[Path], store: Path, log: Callable[[str], 
     by_name = {r.name: r for r in stored}
     hashes: dict[Path, str] = {}
     new: list[Record] = []
-    for run in candidates(sources):
+    for run in candidates(sources, log):
         record = make_record(run, hashes)
         same = by_name.get(record.name)
         if same is not None and same.scores() == record.scores():
