@@ -38,10 +38,12 @@ def read_yaml(path: Path) -> DictConfig:
 
 
 def _strings(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string of a plain container, with its dotted key."""
+    """Every string of a plain container, keys included, with its dotted key."""
     if isinstance(node, dict):
         for key, value in node.items():
-            yield from _strings(value, f"{path}.{key}" if path else str(key))
+            dotted = f"{path}.{key}" if path else str(key)
+            yield dotted, str(key)
+            yield from _strings(value, dotted)
     elif isinstance(node, list):
         for index, value in enumerate(node):
             yield from _strings(value, f"{path}[{index}]")

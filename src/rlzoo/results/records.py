@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
@@ -44,6 +43,7 @@ from rlzoo.rundir import (
     TEST_RETURNS,
     RunDir,
 )
+from rlzoo.untrusted import read_yaml, refuse_interpolations
 
 RECORD = "record.json"
 FORMAT = 1
@@ -169,33 +169,6 @@ def _check_same_run_settings(one: Record, two: Record) -> None:
             )
 
 
-def load_config_text(text: str, where: Path) -> DictConfig:
-    """A record's ``config.yaml`` as data: plain YAML (no tags), a mapping, no interpolation anywhere."""
-    try:
-        values = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{where}: not plain YAML ({type(error).__name__}); a record holds data only") from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: holds no mapping; a record's config.yaml is the run's resolved config")
-    for key, value in _strings(values, ""):
-        if "${" in value:
-            raise ConfigError(f"{where}: {key} holds an interpolation ({value[:60]!r}); a record's config is resolved")
-    return OmegaConf.create(values)
-
-
-def _strings(node: Any, prefix: str) -> Iterable[tuple[str, str]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _strings(value, f"{prefix}{key}.")
-            if isinstance(key, str):
-                yield prefix + key, key
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from _strings(value, f"{prefix}{i}.")
-    elif isinstance(node, str):
-        yield prefix.rstrip("."), node
-
-
 def read_record(folder: Path) -> Record:
     """A stored record, checked as hostile data: no symlink, plain JSON and YAML, fields of the right types."""
     for path in (folder, *folder.rglob("*")):
@@ -203,9 +176,10 @@ def read_record(folder: Path) -> Record:
             raise ConfigError(f"{path}: a symlink in a record; records hold plain files only")
     try:
         info = json.loads((folder / RECORD).read_text())
-        config = load_config_text((folder / CONFIG).read_text(), folder / CONFIG)
+        config = read_yaml(folder / CONFIG)
     except (OSError, ValueError) as error:
         raise ConfigError(f"{folder}: not a readable record ({type(error).__name__})") from None
+    refuse_interpolations(config, folder / CONFIG)
     _check_info(info, config, folder)
     return Record(folder, config, info, {})
 
@@ -272,7 +246,7 @@ def make_record(run: RunDir, encoder_hashes: dict[Path, str]) -> Record:
     files |= {kept: (run.path / kept).read_bytes() for kept in KEPT if (run.path / kept).is_file()}
     for log in run.monitor_files():
         files[f"monitor/{log.name}{GZIP_SUFFIX}"] = gzip.compress(log.read_bytes(), mtime=0)
-    return Record(run.path, load_config_text(files[CONFIG].decode(), run.config), info, files)
+    return Record(run.path, OmegaConf.create(values), info, files)
 
 
 def _copied_record(folder: Path, encoder_hashes: dict[Path, str]) -> Record:
@@ -331,7 +305,7 @@ def candidates(sources: Sequence[Path], log: Callable[[str], None] = print) -> l
 
 def _is_rl_run(run: RunDir) -> bool:
     try:
-        config = load_config_text(run.config.read_text(), run.config)
+        config = read_yaml(run.config)
     except ConfigError:
         return False
     return run.is_finished() and "algo" in config and "srl_model" in config
