@@ -94,7 +94,7 @@ def test_sigkilled_multiagent_run_resumes(tmp_path: Path) -> None:
     assert all(final[key] > steps for key, steps in key_steps.items())
     assert 4000 - 10 <= sum(final.values()) <= 4000
     frames = [int(line.split(",")[0]) for line in run.returns100.read_text().splitlines()[1:]]
-    assert frames == sorted(frames) and frames[-1] == 4000
+    assert frames == sorted(frames) and 4000 - 9 <= frames[-1] <= 4000  # the last finished game's frame
     for key in key_steps:  # each learner's TensorBoard curve goes on from its checkpoint instead of doubling back
         steps = _event_steps(RunDir(run.learner_dir(key)))
         assert steps == sorted(steps)
@@ -143,4 +143,5 @@ def test_sigusr2_checkpoints_a_multiagent_run_that_resumes_its_seat_rotation(com
     metrics = train(resume)
     assert metrics["train/timesteps"] == 3000 and run.resumes() == [signalled_at]
     frames = [int(line.split(",")[0]) for line in run.returns100.read_text().splitlines()[1:]]
-    assert frames == sorted(frames) and len(set(frames)) == len(frames) and frames[-1] == 3000
+    # the last row is the final partial window, at the frame of the last finished game (a game is at most 9 moves)
+    assert frames == sorted(frames) and len(set(frames)) == len(frames) and 3000 - 9 <= frames[-1] <= 3000

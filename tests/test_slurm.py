@@ -275,4 +275,4 @@ def test_signalled_multiagent_job_is_requeued_and_resumes_every_learner(
     assert _num_timesteps(run.learner_model("player_1")) > state["key_steps"]["player_1"]  # went on from there
     for path in [run.returns100, *run.agent_returns100_files().values()]:
         frames = _curve_frames(path)
-        assert frames[-1] == total and frames[-1] > resumed_from, frames
+        assert total - 9 <= frames[-1] <= total and frames[-1] > resumed_from, frames  # the last finished game
