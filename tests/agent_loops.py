@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from rlzoo import State, load_agent
-from rlzoo.replay.loading import load_run, run_episodes
+from rlzoo.playback.loading import load_run, run_episodes
 
 
 def plain_loop_actions(run: Path, episodes: int = 2, seed: int = 0) -> list[np.ndarray]:

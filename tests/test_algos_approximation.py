@@ -15,7 +15,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
-from rlzoo.algos.shell import ApproximationShell
+from rlzoo.algos.sb3_base import ApproximationShell
 from rlzoo.approximation.approximations import Approximation, QDist, QNetwork, TargetNetwork, _clip_grad_norm_
 from rlzoo.approximation.q_networks import QPolicy
 from rlzoo.approximation.replay_buffers import sample_batch

@@ -18,7 +18,7 @@ from extras import require_extra
 from rlzoo.any_env.making import make
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.any_env.wrappers import GAME
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from rlzoo.training.monitor import PerEnvMonitor

@@ -18,7 +18,7 @@ from conftest import TINY_ON_POLICY, TINY_RUN
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, Replay, enjoy, main, watch
 from rlzoo.errors import ConfigError
-from rlzoo.replay.loading import load_run, run_episodes
+from rlzoo.playback.loading import load_run, run_episodes
 from rlzoo.train import train
 from rlzoo.training.build import RunBuilder
 

@@ -14,7 +14,7 @@ from agent_loops import assert_plays_as_enjoy
 from conftest import TINY_ON_POLICY, Compose
 from rlzoo import State, load_agent
 from rlzoo.enjoy import EnjoySettings, enjoy
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.train import train
 from rlzoo.training.build import RunBuilder
 

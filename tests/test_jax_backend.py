@@ -73,7 +73,7 @@ def test_run_dir_loads_with_plain_sbx_and_resumes(compose: Compose, tmp_path: Pa
 
 def test_load_agent_and_replay_reproduce_the_test_returns(compose: Compose, tmp_path: Path) -> None:
     from rlzoo import State, load_agent
-    from rlzoo.replay.loading import load_run, run_episodes
+    from rlzoo.playback.loading import load_run, run_episodes
 
     cfg = compose(SAC_RUN)
     train(cfg)
@@ -89,7 +89,7 @@ def test_load_agent_and_replay_reproduce_the_test_returns(compose: Compose, tmp_
 
 
 def test_discrete_mobile_robot_with_sbx_ppo_replays(compose: Compose, tmp_path: Path) -> None:
-    from rlzoo.replay.loading import load_run, run_episodes
+    from rlzoo.playback.loading import load_run, run_episodes
 
     overrides = ["algo=sbx_ppo", "env=MobileRobot", *TINY_ALGO_RUNS["sbx_ppo"][1:], *TINY_RUN, "test_episodes=1"]
     train(compose(overrides))

@@ -15,7 +15,7 @@ from conftest import TINY_ALGO_RUNS, Compose
 from rlzoo.agents import load_agent
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.rundir import RunDir, load_obs_norm
 from rlzoo.train import train
 from rlzoo.training.keep_best import EVALUATIONS_HEADER

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import Compose
 from extras import require_extra
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.train import train
 
 require_extra("pybullet", "arm")

@@ -17,8 +17,8 @@ from rlzoo.collect import collect
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
-from rlzoo.replay.loading import Episode, load_run, run_episodes
-from rlzoo.replay.plots import trajectory_figure
+from rlzoo.playback.loading import Episode, load_run, run_episodes
+from rlzoo.playback.plots import trajectory_figure
 from rlzoo.srl.dataset import load_dataset
 from rlzoo.train import train
 from rlzoo.training.build import RunBuilder

@@ -25,7 +25,7 @@ from rlzoo.agents import TestAgent, load_agent  # noqa: E402
 from rlzoo.collect import AgentPolicy  # noqa: E402
 from rlzoo.enjoy import EnjoySettings, enjoy  # noqa: E402
 from rlzoo.multiagent.agents import TestMultiagent  # noqa: E402
-from rlzoo.replay.loading import load_run  # noqa: E402
+from rlzoo.playback.loading import load_run  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 
 TINY = ["verbose=0", "logger.formats=[csv]", "test_episodes=2", "checkpoint_freq=0", "hardware.torch_threads=1"]

@@ -32,7 +32,7 @@ from rlzoo.agents import load_agent
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir
 from rlzoo.train import train
 from rlzoo.training.safe_load import allowed_target

@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.config import compose_config
 from rlzoo.errors import ConfigError
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.srl.collection import make_collection_env
 from rlzoo.srl.dataset import load_dataset
 from rlzoo.srl.encoder import find_encoder, load_encoder

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
-from rlzoo.replay.loading import LoadedRun, load_run
+from rlzoo.playback.loading import LoadedRun, load_run
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from rlzoo.training.build import RunBuilder

@@ -21,8 +21,8 @@ from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
-from rlzoo.replay.loading import model_folder
-from rlzoo.replay.video import write_video
+from rlzoo.playback.loading import model_folder
+from rlzoo.playback.video import write_video
 from rlzoo.rundir import FINAL, LATEST, MODEL, RunDir
 from rlzoo.schema import at_least, parse
 from rlzoo.training.kind import ReplayRequest, kind_of_run

@@ -4,7 +4,7 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 ======  ==================  ===========================================================================================
 layer   name                modules
 ======  ==================  ===========================================================================================
-0       ground floor        errors, files, schema, signature, hardware, precision, collector, config, model_files,
+0       ground floor        errors, files, schema, kwargs_check, hardware, precision, gc_tuning, config, model_files,
                             rundir, cli, layers, jax_weights, provenance, registry, untrusted (no rlzoo
                             imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
@@ -16,7 +16,7 @@ layer   name                modules
 6       loggers             loggers: SB3 logger outputs, W&B, visdom live plots
 7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run (protocol,
                             registry, resolver), the one run skeleton
-8       results, replay     results (reading many runs), replay (loading one trained run, plots, videos)
+8       results, playback   results (reading many runs), playback (loading one trained run, plots, videos)
 9       agents              agents: the agent API (state, presets, load_agent, run_experiment), the single-agent kind
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
                             multi-agent kind of run
@@ -38,10 +38,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.errors",
             "rlzoo.files",
             "rlzoo.schema",
-            "rlzoo.signature",
+            "rlzoo.kwargs_check",
             "rlzoo.hardware",
             "rlzoo.precision",
-            "rlzoo.collector",
+            "rlzoo.gc_tuning",
             "rlzoo.config",
             "rlzoo.model_files",
             "rlzoo.rundir",
@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("algos", ("rlzoo.algos",)),
     ("loggers", ("rlzoo.loggers",)),
     ("training", ("rlzoo.training",)),
-    ("results, replay", ("rlzoo.results", "rlzoo.replay")),
+    ("results, playback", ("rlzoo.results", "rlzoo.playback")),
     ("agents", ("rlzoo.agents",)),
     ("multiagent", ("rlzoo.multiagent",)),
     ("tune, reporting", ("rlzoo.tune", "rlzoo.reporting")),

@@ -1,7 +1,7 @@
 """The single-agent kind of run, end to end (:class:`rlzoo.training.kind.RunKind`): one SB3 model on ``n_envs``
 Gymnasium envs, planned by :func:`rlzoo.training.plan.plan_run`, learning and tested as
 :mod:`rlzoo.training.single_agent` does, loaded back as a :class:`~rlzoo.agents.loaded_agent.TestAgent` and replayed
-through :mod:`rlzoo.replay.loading`. Every run key of ``conf/train.yaml`` is honoured."""
+through :mod:`rlzoo.playback.loading`. Every run key of ``conf/train.yaml`` is honoured."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from rlzoo.training.run import run
 from rlzoo.training.single_agent import CallbackFactory, SingleAgentLearning, build_single_agent
 
 if TYPE_CHECKING:
-    from rlzoo.replay.loading import Episode, LoadedRun
+    from rlzoo.playback.loading import Episode, LoadedRun
 
 TRAJECTORY, ACTION_PROBABILITIES = "trajectory", "action_probabilities"
 
@@ -48,7 +48,7 @@ class SingleAgent:
     def load(
         self, run: RunDir, checkpoint: int | str | None, *, deterministic: bool, trusted: bool, allow: Sequence[str]
     ) -> TestAgent:
-        from rlzoo.replay.loading import load_run  # a run that loads, not one that trains
+        from rlzoo.playback.loading import load_run  # a run that loads, not one that trains
 
         loaded = load_run(run.path, checkpoint, trusted=trusted, allow=allow)
         stack = loaded.spec.options.frame_stack
@@ -62,7 +62,7 @@ class SingleAgent:
     def replay(self, run: RunDir, request: ReplayRequest) -> Replayed:
         """The episodes played by the run's model (on ``test_envs`` envs at once when nothing but returns is
         recorded), with the figures ``request.plots`` names."""
-        from rlzoo.replay.loading import load_run, run_episodes
+        from rlzoo.playback.loading import load_run, run_episodes
 
         loaded = load_run(run.path, request.checkpoint, trusted=request.trusted, allow=request.allow)
         episodes = run_episodes(
@@ -93,7 +93,7 @@ def _summary(loaded: LoadedRun, request: ReplayRequest, returns: list[float], le
 def _figures(loaded: LoadedRun, episodes: list[Episode], request: ReplayRequest) -> list[Path]:
     if not request.plots or request.out is None:
         return []
-    from rlzoo.replay.plots import plot_actions, plot_trajectories  # matplotlib: imported where figures are drawn
+    from rlzoo.playback.plots import plot_actions, plot_trajectories  # matplotlib: imported where figures are drawn
 
     request.out.mkdir(exist_ok=True)
     stem, files = f"{loaded.label}{request.suffix}", []

@@ -11,7 +11,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecNormalize
 
-from rlzoo.agents.held import HeldVecEnv
+from rlzoo.agents.observation_transform import HeldVecEnv
 from rlzoo.algos.factory import check_action_space
 from rlzoo.srl.representation import Representation
 from rlzoo.training.build import RunBuilder

@@ -15,7 +15,7 @@ import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlzoo.agents.held import HeldVecEnv
+from rlzoo.agents.observation_transform import HeldVecEnv
 from rlzoo.agents.state import State, StateArray
 from rlzoo.any_env.making import make
 from rlzoo.any_env.spec import EnvSpec

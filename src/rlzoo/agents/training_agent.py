@@ -22,7 +22,7 @@ from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 from stable_baselines3.common.utils import obs_as_tensor, should_collect_more_steps
 
 from rlzoo.agents import sb3_private as sb3
-from rlzoo.agents.held import HeldVecEnv
+from rlzoo.agents.observation_transform import HeldVecEnv
 from rlzoo.agents.state import State, StateArray
 from rlzoo.algos.jax_backend import is_jax_class
 from rlzoo.errors import ConfigError

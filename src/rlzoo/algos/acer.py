@@ -17,7 +17,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, Flatten
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 
-from rlzoo.algos.shell import ApproximationShell, require
+from rlzoo.algos.sb3_base import ApproximationShell, require
 from rlzoo.approximation.approximations import Approximation
 
 

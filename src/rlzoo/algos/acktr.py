@@ -10,7 +10,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.utils import explained_variance
 
-from rlzoo.algos.shell import ApproximationShell, require
+from rlzoo.algos.sb3_base import ApproximationShell, require
 from rlzoo.approximation.approximations import Approximation
 from rlzoo.approximation.kfac import KFAC
 

@@ -14,7 +14,7 @@ import stable_baselines3
 from gymnasium import spaces
 from stable_baselines3.common.noise import ActionNoise, NormalActionNoise
 
-from rlzoo.algos.shell import require
+from rlzoo.algos.sb3_base import require
 
 DEFAULT_STD = 0.1
 NOISE_HINT = ActionNoise | float | None

@@ -12,7 +12,7 @@ from stable_baselines3.common.policies import BasePolicy
 from torch.nn.utils import parameters_to_vector
 
 from rlzoo.algos.episodic import EpisodicAlgorithm
-from rlzoo.algos.shell import require
+from rlzoo.algos.sb3_base import require
 
 
 @dataclass

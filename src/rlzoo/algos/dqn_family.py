@@ -23,7 +23,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import NatureCNN
 from stable_baselines3.common.utils import LinearSchedule, is_vectorized_observation
 
-from rlzoo.algos.shell import ApproximationShell, require
+from rlzoo.algos.sb3_base import ApproximationShell, require
 from rlzoo.approximation.approximations import QDist, QNetwork
 from rlzoo.approximation.q_networks import QPolicy
 from rlzoo.approximation.replay_buffers import Batch, PrioritizedReplayBuffer, sample_batch

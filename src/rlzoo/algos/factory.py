@@ -23,7 +23,7 @@ from rlzoo.algos import jax_backend
 from rlzoo.algos.constraints import check_constraints, describe_hint
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
-from rlzoo.signature import coerce_yaml
+from rlzoo.kwargs_check import coerce_yaml
 
 # Keywords rlzoo sets from run keys; an algo config must not set them.
 RUN_LEVEL_KEYWORDS = {

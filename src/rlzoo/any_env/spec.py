@@ -13,7 +13,7 @@ import gymnasium as gym
 from rlzoo.any_env.extras import atari_hint, ensure_registered, env_creator
 from rlzoo.any_env.options import EnvOptions
 from rlzoo.errors import ConfigError
-from rlzoo.signature import check_keywords
+from rlzoo.kwargs_check import check_keywords
 
 MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")  # gymnasium.make's own, not the env constructor's
 

@@ -244,7 +244,7 @@ def load_multiagent(
     :raise ConfigError: not a run dir, not a multi-agent run, a missing or corrupt model, an id the env does not have.
     """
     from rlzoo.multiagent.plan import plan_multiagent
-    from rlzoo.replay.loading import open_run
+    from rlzoo.playback.loading import open_run
 
     run = open_run(run_dir)
     config = run.read_config()

@@ -39,20 +39,6 @@ WIN, DRAW, LOSS = "win", "draw", "loss"
 OUTCOMES = (WIN, DRAW, LOSS)
 
 
-def agent_figures(metrics: dict[str, float]) -> list[str]:
-    """Each agent's figures for a console line: ``player_2: mean return 0.62, win 75 %, draw 10 %, loss 15 %``
-    (win/draw/loss where the metrics carry them: two-player games). Empty for a single-agent run."""
-    agents = [key.split("/")[1] for key in metrics if key.startswith("test/") and key.count("/") == 2 and
-              key.endswith("/mean_return")]  # fmt: skip
-    lines = []
-    for agent in agents:
-        line = f"{agent}: mean return {metrics[f'test/{agent}/mean_return']:.2f}"
-        keys = {o: f"test/{agent}/{o}_rate" for o in OUTCOMES}
-        rates = [f"{o} {metrics[key]:.0%}" for o, key in keys.items() if key in metrics]
-        lines.append(", ".join([line, *rates]))
-    return lines
-
-
 @dataclass
 class Budget:
     """When a loop stops: after ``steps`` actions or ``episodes`` episodes (None: no such limit), or at the end of

@@ -19,13 +19,13 @@ import numpy as np
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlzoo.collector import collect_from_here
 from rlzoo.errors import ConfigError
+from rlzoo.gc_tuning import collect_from_here
 from rlzoo.multiagent.agents import TestMultiagent, TrainingMultiagent, load_multiagent, opponent_for
 from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
-from rlzoo.multiagent.replay import replay_multiagent
+from rlzoo.multiagent.playback import replay_multiagent
 from rlzoo.rundir import FINAL, LEARNERS, MODEL, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import TEST_SEED_OFFSET

@@ -26,7 +26,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from rlzoo.agents import sb3_private as sb3
-from rlzoo.agents.held import HeldVecEnv
+from rlzoo.agents.observation_transform import HeldVecEnv
 from rlzoo.agents.training_agent import OffPolicyAgent, TrainingAgent, training_agent
 from rlzoo.algos.factory import AlgorithmFactory
 from rlzoo.multiagent.pettingzoo_envs import AgentSpaces

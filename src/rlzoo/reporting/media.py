@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from rlzoo.errors import ConfigError, Refused
-from rlzoo.replay.video import gif_bytes
+from rlzoo.playback.video import gif_bytes
 from rlzoo.results.comparison import Row
 from rlzoo.results.runs import RunResult
 from rlzoo.rundir import FINAL, LATEST
@@ -63,7 +63,7 @@ def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False
 
 def best_replays(rows: Sequence[Row], last: int = 100, *, trusted: bool = False) -> list[Replay]:
     """A replay of the best run of each group (at the largest budget it has a row for); ``trusted``: see
-    :func:`rlzoo.replay.loading.load_run` (a run refused untrusted fails the report, in one line naming it)."""
+    :func:`rlzoo.playback.loading.load_run` (a run refused untrusted fails the report, in one line naming it)."""
     chosen: dict[int, Row] = {}
     for row in rows:
         if row.n and (id(row.group) not in chosen or row.budget > chosen[id(row.group)].budget):

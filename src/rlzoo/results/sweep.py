@@ -131,8 +131,8 @@ class SweepSummary(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """The launching process of a sweep runs as long as the sweep: the cyclic collector, paused while
-        ``python -m rlzoo.train`` starts (:mod:`rlzoo.collector`), is turned on for it."""
-        from rlzoo.collector import resume
+        ``python -m rlzoo.train`` starts (:mod:`rlzoo.gc_tuning`), is turned on for it."""
+        from rlzoo.gc_tuning import resume
 
         resume()
 

@@ -12,7 +12,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from rlzoo.collector import collect_from_here
+from rlzoo.gc_tuning import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
 from rlzoo.training.budget import RunClock, episodes_logged, learn, show_progress

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rlzoo.replay.loading import Episode
+from rlzoo.playback.loading import Episode
 
 # Distinct target positions of one episode above which they are drawn as a path (a moving button), not as stars.
 MAX_TARGET_MARKS = 4

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-import rlzoo.collector
+import rlzoo.gc_tuning
 from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
 from rlzoo.train import train
 
 
 @pytest.fixture
 def as_the_command(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(rlzoo.collector, "_paused_by_command", False)
-    rlzoo.collector.pause_for_start_up()  # what python -m rlzoo.train does first
+    monkeypatch.setattr(rlzoo.gc_tuning, "_paused_by_command", False)
+    rlzoo.gc_tuning.pause_for_start_up()  # what python -m rlzoo.train does first
     try:
         yield
     finally:
@@ -61,7 +61,7 @@ def test_the_command_trains_with_start_up_frozen_and_a_next_job_releases_it(
 def test_a_library_call_leaves_the_collector_as_it_was(
     compose: Compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rlzoo.collector, "_paused_by_command", False)
+    monkeypatch.setattr(rlzoo.gc_tuning, "_paused_by_command", False)
     seen = watch_learn(monkeypatch)
     tiny_run(compose, tmp_path / "run")
     assert seen == [(True, 0)]
