@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from rlzoo.config import compose_config
-from rlzoo.replay.loading import load_run
+from rlzoo.playback.loading import load_run
 from rlzoo.train import train
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.episodes import EpisodeResult, play_episodes
