@@ -7,7 +7,8 @@ The pipeline runs from ``--worktree`` (a git worktree of the commit ``store.yaml
 is stopped (Ctrl-C, SIGTERM), the finished runs of the pipeline dir join the store (``rlzoo.records action=merge``,
 from this checkout) and ``shards.csv`` gets the shard's row: its seeds, the records it added, CPU seconds (user +
 system of the pipeline and its children) and wall from ``/usr/bin/time -v``, the load average's mean and maximum.
-Run again with the same pipeline dir, a shard trains only what is missing.
+Run again with the same pipeline dir, a shard trains only what is missing; the encoders the store keeps are copied
+into the pipeline dir's cache first (where it lacks them), so a shard in a fresh pipeline dir trains none of them.
 """
 
 from __future__ import annotations
@@ -50,13 +51,34 @@ def commit_of(worktree: Path) -> str:
                           check=True).stdout.strip()  # fmt: skip
 
 
+def pipeline_overrides(seeds: str, pipeline_dir: Path) -> list[str]:
+    return ["experiment=srl_benchmark_small", "hardware=local_parallel", f"pipeline.sweep.seed=[{seeds}]",
+            f"pipeline.dir={pipeline_dir.resolve()}"]  # fmt: skip
+
+
+def at_commit(worktree: Path) -> dict[str, str]:
+    """The environment that runs the source of ``worktree``."""
+    return {**os.environ, "PYTHONPATH": str(worktree.resolve() / "src")}
+
+
+def seed_encoder_cache(worktree: Path, seeds: str, pipeline_dir: Path) -> None:
+    """Claim the pipeline dir with the store's commit (planning writes its identity, nothing is trained), then copy
+    the store's encoders into its cache where it lacks them: the shard trains none of them again."""
+    plan = ("import sys; from rlzoo.pipeline.command import plan_pipeline; from rlzoo.pipeline.spec import "
+            "pipeline_spec; plan_pipeline(pipeline_spec(sys.argv[1:]))")  # fmt: skip
+    subprocess.run([sys.executable, "-c", plan, *pipeline_overrides(seeds, pipeline_dir)], cwd=worktree,
+                   env=at_commit(worktree), check=True)  # fmt: skip
+    from rlzoo.pipeline.rerun import copy_stored_encoders
+
+    copy_stored_encoders(STORE, pipeline_dir / "encoders")
+
+
 def run_shard(worktree: Path, seeds: str, pipeline_dir: Path, log_dir: Path) -> bool:
     """Run the pipeline for ``seeds`` under ``/usr/bin/time -v``; return whether it finished (exit 0)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     command = ["/usr/bin/time", "-v", "-o", str(log_dir / "time.txt"), sys.executable, "-m", "rlzoo.pipeline",
-               "experiment=srl_benchmark_small", "hardware=local_parallel", f"pipeline.sweep.seed=[{seeds}]",
-               f"pipeline.dir={pipeline_dir.resolve()}"]  # fmt: skip
-    environment = {**os.environ, "PYTHONPATH": str(worktree.resolve() / "src")}
+               *pipeline_overrides(seeds, pipeline_dir)]  # fmt: skip
+    environment = at_commit(worktree)
     with (log_dir / "pipeline.log").open("w") as out:
         process = subprocess.Popen(command, cwd=worktree, env=environment, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)  # fmt: skip
@@ -115,6 +137,7 @@ def main() -> None:
     sampler.start()
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     started = time.time()
+    seed_encoder_cache(args.worktree, args.seeds, args.pipeline_dir)
     finished = run_shard(args.worktree, args.seeds, args.pipeline_dir, log_dir)
     stop.set()
     record_shard(name, args.seeds, commit, args.pipeline_dir, log_dir, load, finished)

@@ -15,11 +15,19 @@ import pytest
 import yaml
 
 from rlzoo.errors import ConfigError
-from rlzoo.pipeline.command import run_pipeline
-from rlzoo.pipeline.rerun import rerun_record
+from rlzoo.pipeline.command import plan_pipeline, run_pipeline
+from rlzoo.pipeline.rerun import copy_stored_encoders, rerun_record
 from rlzoo.pipeline.spec import pipeline_spec
 from rlzoo.plot import PlotSettings, plot
-from rlzoo.results.records import RECORD, RUNS, check_records, merge_into_store, read_record, store_records
+from rlzoo.results.records import (
+    ENCODERS,
+    RECORD,
+    RUNS,
+    check_records,
+    merge_into_store,
+    read_record,
+    store_records,
+)
 from test_pipeline import TINY
 
 # Three tiny pipelines (18 runs, two encoders) for the module: about 3 min on two idle cores, more under load.
@@ -224,3 +232,20 @@ def test_the_command_refuses_a_bad_action_in_one_line(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert done.stderr.strip() == "rlzoo.records: error: action='tabel'; allowed: merge, table, rerun"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_shard_in_a_fresh_dir_trains_no_stored_encoder(shards: dict[str, Path], tmp_path: Path) -> None:
+    """The store's encoders seed a fresh pipeline dir's cache (benchmarks/store_shard.py does it first): the shard
+    trains none of them again, and its records join the store under the same encoder hash."""
+    store = write_store(tmp_path / "store", [shards["a"]])
+    (name,) = [p.name for p in (store / ENCODERS).iterdir()]
+    fresh = tmp_path / "fresh"
+    spec = pipeline_spec([*SHARD, f"pipeline.dir={fresh}", "pipeline.sweep.seed=[6]"])
+    plan_pipeline(spec)  # the pipeline dir claimed, as the shard script has the store's commit do it
+    assert copy_stored_encoders(store, fresh / "encoders", log=lambda line: None) == [name]
+    assert copy_stored_encoders(store, fresh / "encoders", log=lambda line: None) == []  # there already
+    weights = (fresh / "encoders" / name / "encoder.pt").read_bytes()
+    run_pipeline(spec, lambda line: None)
+    assert (fresh / "encoders" / name / "encoder.pt").read_bytes() == weights  # not trained again
+    merge_into_store([fresh], store, log=lambda line: None)
+    assert {"ground_truth_seed6", "srl_splits_seed6"} <= {r.name for r in store_records(store)}

@@ -9,7 +9,7 @@ import gzip
 import io
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rlzoo.errors import ConfigError
@@ -58,11 +58,27 @@ def rerun_record(store: Path, representation: str, seed: int, folder: Path, log:
     encoder = record.info.get("encoder")
     for step in plan.encoders.values():
         if encoder is not None and step.folder.name == encoder["folder"]:
-            shutil.copytree(store / ENCODERS / encoder["folder"], step.folder)
-            log(f"rlzoo.records: encoder {encoder['folder']} from the store")
+            copy_stored_encoders(store, step.folder.parent, [encoder["folder"]], log)
     run_pipeline(spec, log)
     (run,) = [RunDir(p) for p in sorted((folder / "runs").iterdir()) if (p / METRICS).is_file()]
     return compare_records(record, make_record(run, {}))
+
+
+def copy_stored_encoders(
+    store: Path, cache: Path, names: Sequence[str] | None = None, log: Callable[[str], None] = print
+) -> list[str]:
+    """Copy the store's encoders (``names``, or all of them) into a pipeline dir's encoder cache ``cache``
+    (``<pipeline dir>/encoders``), each only where the cache lacks a folder of its name, so that the pipeline trains
+    none of them again; return the names copied."""
+    copied = []
+    for name in names if names is not None else sorted(p.name for p in (store / ENCODERS).glob("*") if p.is_dir()):
+        source, target = store / ENCODERS / name, cache / name
+        if (source / "content_hash").is_file() and not target.exists():
+            cache.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(source, target)
+            copied.append(name)
+            log(f"rlzoo.records: encoder {name} from the store")
+    return copied
 
 
 def _file(record: Record, name: str) -> bytes:
