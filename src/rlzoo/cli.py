@@ -89,11 +89,15 @@ def _record_job_failure(entrypoint: str, error: Exception) -> None:
 
 def _finished_already(entrypoint: str, error: Exception) -> bool:
     """Whether a sweep job found its own run finished (a requeued job, a job launched twice): then it says so in one
-    line and ends as a success, writing nothing (:class:`rlzoo.rundir.RunDirFinished`)."""
+    line and ends as a success, writing nothing (:class:`rlzoo.rundir.RunDirFinished`): the log file Hydra opened
+    in the run dir is closed, so that the job's last log records (Submitit's) stay out of it."""
+    from hydra.core.hydra_config import HydraConfig
+
     from rlzoo.rundir import RunDirFinished
 
     if not (isinstance(error, RunDirFinished) and error.same_run):
         return False
+    _close_log_files_in(Path(HydraConfig.get().runtime.output_dir).resolve())
     print(f"{entrypoint}: {error}", flush=True)
     return True
 
