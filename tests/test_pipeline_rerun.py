@@ -48,14 +48,16 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 
 
-def _wait_for(what: str, check: Callable[[], bool], process: subprocess.Popen[bytes] | None, log: Path) -> None:
-    deadline = time.monotonic() + DEADLINE_S
+def _wait_for(
+    what: str, check: Callable[[], bool], process: subprocess.Popen[bytes] | None, log: Path, seconds: float = 300
+) -> None:
+    deadline = time.monotonic() + seconds
     while not check():
         if process is not None and process.poll() is not None:
             pytest.fail(f"the launcher ended (rc {process.returncode}) before {what}:\n{log.read_text()[-3000:]}")
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {DEADLINE_S} s waiting for {what}:\n{log.read_text()[-3000:]}")
-        time.sleep(0.2)
+            pytest.fail(f"timed out after {seconds} s waiting for {what}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
 
 
 def _running(folder: Path, prefix: str) -> bool:
@@ -82,8 +84,8 @@ def _gone(pid: int) -> bool:
 
 
 def _kill_and_run_again(folder: Path, tmp_path: Path, when: str, prefix: str, *more: str) -> tuple[str, list[int]]:
-    """Start the launcher, SIGKILL it once a job recorded under ``prefix`` runs, run it again here at once; return
-    the second launcher's output and the first's children (its sweep child, if it had one)."""
+    """Start the launcher, SIGKILL it once a job recorded under ``prefix`` runs, check that its children (the sweep
+    child) end with it, run it again here at once; return the second launcher's output and the first's children."""
     log = tmp_path / "first.log"
     with log.open("wb") as out:
         first = subprocess.Popen([sys.executable, "-m", "rlzoo.pipeline", *_overrides(folder, *more)],
@@ -93,6 +95,8 @@ def _kill_and_run_again(folder: Path, tmp_path: Path, when: str, prefix: str, *m
         children = _children(first.pid)
         first.send_signal(signal.SIGKILL)
         first.wait()
+        gone = lambda: all(_gone(pid) for pid in children)  # noqa: E731
+        _wait_for("the sweep child to end with its launcher", gone, None, log, seconds=20)
         lines: list[str] = []
         statuses = run_pipeline(pipeline_spec(_overrides(folder, *more)), lines.append)
     finally:
@@ -137,7 +141,7 @@ def test_launcher_killed_while_the_rl_array_runs_waits_for_it_when_run_again(
     text, children = _kill_and_run_again(folder, tmp_path, "an RL job to run", "rlzoo-runs-", more)
     adopted = r"runs MobileRobot_ground_truth_seed0: Slurm jobs rlzoo-runs-\w+ \(launcher .*\) are in flight"
     assert re.search(adopted, text), text
-    assert children and all(_gone(pid) for pid in children)  # the sweep child died with its launcher
+    assert children  # the sweep child of the killed launcher, which died with it
     _check_one_job_per_step(folder, text)
 
 
