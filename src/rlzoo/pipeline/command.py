@@ -12,7 +12,6 @@ only what is missing and says so per step. Every input is checked before the fir
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import sys
 import time
@@ -88,11 +87,11 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
 
 def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict[str, list[str]]:
     """Run (or finish) the pipeline ``spec`` describes; return the RL jobs by status (done, failed, unfinished).
-    With local hardware one launcher at a time works on a pipeline dir; on Slurm a launcher run again takes over the
-    jobs an earlier one left in flight (:mod:`rlzoo.pipeline.inflight`)."""
+    One launcher at a time works on a pipeline dir; on Slurm a launcher run again takes over the jobs an earlier
+    one left in flight (:mod:`rlzoo.pipeline.inflight`)."""
     started = time.perf_counter()
     plan = plan_pipeline(spec)
-    with launcher_lock(spec.dir) if spec.slurm is None else contextlib.nullcontext():
+    with launcher_lock(spec.dir):
         statuses = _run_steps(plan, log)
     say = lambda message: log(f"rlzoo.pipeline: {message}")  # noqa: E731
     say(
@@ -133,7 +132,7 @@ def train_encoders(
         return
     adopted, todo = {}, []
     for step in steps:
-        job = None if step.done else step_in_flight(step, spec.dir, say)
+        job = step_in_flight(step, spec.dir, say)
         if job is not None:
             adopted[job] = step  # an earlier launcher's job, still queued or running: waited for, not redone
         elif announced(step, say):

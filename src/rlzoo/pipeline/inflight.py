@@ -1,11 +1,12 @@
-"""Who works on a pipeline dir: the launcher that holds it (local hardware) and the Slurm jobs in flight.
+"""Who works on a pipeline dir: the one launcher that holds it, and the Slurm jobs in flight.
 
 A launcher on Slurm records each job it puts in flight, ``<pipeline dir>/.inflight/<name>.json``: the job (an
 encoder's job id, or the job name of a sweep's array), the RL runs it trains, and the launcher's pid and host. A
 launcher run again (after a dropped login session) reads these records: a step whose job is still queued or running
 is waited for, never deleted or submitted twice; a step whose job is gone without its result is cleared and
-submitted again. With local hardware the launcher itself does the work, so a second launcher on the same pipeline
-dir is refused while the first lives (:func:`launcher_lock`, the kernel's lock: a dead launcher's is free).
+submitted again. A second launcher on the same pipeline dir while the first lives is refused (:func:`launcher_lock`,
+the kernel's lock: a dead launcher's is free at once); locally the launcher does the work itself, and on Slurm two
+live launchers would each submit the runs of an encoder they both waited for.
 
 The sweep child a launcher starts (``python -m rlzoo.train -m``) dies with it (:func:`die_with_parent`), so that
 no two processes ever submit the same runs: its jobs already submitted stay in flight for the next launcher.
@@ -129,7 +130,10 @@ def launcher_lock(pipeline_dir: Path) -> Iterator[None]:
         lock_file.truncate(0)
         lock_file.write(f"{os.getpid()} {socket.gethostname()}")
         lock_file.flush()
-        yield
+        try:
+            yield
+        finally:
+            lock_path.unlink(missing_ok=True)  # while still held, so no one locks a file about to go
 
 
 def die_with_parent() -> Callable[[], None] | None:

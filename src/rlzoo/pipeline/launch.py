@@ -171,6 +171,8 @@ def runs_in_flight(spec: PipelineSpec, names: list[str], log: Callable[[str], No
     for entry in inflight.records(spec.dir):
         held = sorted(set(entry.runs) & set(names))
         if not held:
+            if not inflight.queued(entry.job) and all(RunDir(spec.runs_dir / run).is_finished() for run in entry.runs):
+                inflight.forget(spec.dir, entry.name)  # its array finished them all
             continue
         if inflight.queued(entry.job):
             log(f"runs {', '.join(held)}: Slurm jobs {entry.job} ({entry.owner()}) are in flight: waiting for them")

@@ -75,7 +75,7 @@ def step_in_flight(step: S, pipeline_dir: Path, log: Callable[[str], None]) -> s
     entry = inflight.find(pipeline_dir, step.folder.name)
     if entry is None:
         return None
-    if inflight.queued(entry.job):
+    if not step.done and inflight.queued(entry.job):
         log(f"{step.kind} {step.label}: Slurm job {entry.job} ({entry.owner()}) is in flight: waiting for it")
         return entry.job
     inflight.forget(pipeline_dir, step.folder.name)
