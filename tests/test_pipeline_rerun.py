@@ -15,6 +15,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import submitit
@@ -194,3 +196,35 @@ def test_second_local_launcher_is_refused_naming_the_first(tmp_path: Path) -> No
         holder.wait()
     with inflight.launcher_lock(folder):  # a dead launcher's lock is taken over
         assert (folder / inflight.LAUNCHER_LOCK).read_text().split()[0] == str(os.getpid())
+
+
+def test_a_recorded_job_is_waited_for_while_queued_and_redone_once_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omegaconf import OmegaConf
+
+    from rlzoo.pipeline.launch import Job, runs_in_flight
+    from rlzoo.pipeline.slurm import step_in_flight
+    from rlzoo.pipeline.steps import Step, announced
+
+    step = Step("encoder", "srl_splits on E", tmp_path / "encoders" / "e-1", OmegaConf.create(), "encoder.json")
+    step.folder.mkdir(parents=True)
+    (step.folder / "losses.csv").write_text("epoch\n")  # what the job wrote so far
+    inflight.record(tmp_path, step.folder.name, "812")
+    spec: Any = SimpleNamespace(dir=tmp_path, runs_dir=tmp_path / "runs")
+    run = Job({"env": "E", "srl_model": "ground_truth", "seed": 0}, "ground_truth")
+    inflight.record(tmp_path, "rlzoo-runs-1", "rlzoo-runs-1", [run.name])
+    lines: list[str] = []
+    monkeypatch.setattr(inflight, "queued", lambda job: True)
+    assert step_in_flight(step, tmp_path, lines.append) == "812"
+    assert [entry.name for entry in runs_in_flight(spec, [run.name], lines.append)] == ["rlzoo-runs-1"]
+    assert (step.folder / "losses.csv").is_file() and len(inflight.records(tmp_path)) == 2
+    monkeypatch.setattr(inflight, "queued", lambda job: False)  # cancelled, failed, node lost
+    assert step_in_flight(step, tmp_path, lines.append) is None and announced(step, lines.append)
+    assert runs_in_flight(spec, [run.name], lines.append) == []
+    assert not step.folder.exists() and inflight.records(tmp_path) == []
+    assert lines[2:] == [
+        "encoder srl_splits on E: Slurm job 812 ended without a result: clearing its folder, submitting it again",
+        f"encoder srl_splits on E: running into {step.folder}",
+        "runs E_ground_truth_seed0: Slurm jobs rlzoo-runs-1 ended without finishing them: launching them again",
+    ]

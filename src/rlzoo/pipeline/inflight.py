@@ -89,17 +89,21 @@ def forget(pipeline_dir: Path, name: str) -> None:
     record_path(pipeline_dir, name).unlink(missing_ok=True)
 
 
-def queued(job: str) -> bool:
-    """Whether Slurm still has ``job`` (an id or a job name) queued, running or ending (``squeue``)."""
+def queued(job: str, tries: int = 3) -> bool:
+    """Whether Slurm still has ``job`` (an id or a job name) queued, running or ending (``squeue``; a controller
+    that does not answer is asked again ``tries`` times in all)."""
     selector = ["--jobs", job] if job.replace("_", "").isdigit() else ["--name", job]
-    done = subprocess.run(
-        ["squeue", "--noheader", "--format=%T", *selector], capture_output=True, text=True, timeout=60, check=False
-    )
-    if done.returncode != 0:
+    for attempt in range(tries):
+        done = subprocess.run(
+            ["squeue", "--noheader", "--format=%T", *selector], capture_output=True, text=True, timeout=60, check=False
+        )
+        if done.returncode == 0:
+            return any(state not in ENDED for state in done.stdout.split())
         if "Invalid job id" in done.stderr:  # the controller forgot it: ended long ago
             return False
-        raise RunFailure(f"squeue {' '.join(selector)} failed: {done.stderr.strip() or done.stdout.strip()}")
-    return any(state not in ENDED for state in done.stdout.split())
+        if attempt + 1 < tries:
+            time.sleep(POLL_S)
+    raise RunFailure(f"squeue {' '.join(selector)} failed: {done.stderr.strip() or done.stdout.strip()}")
 
 
 # Job states after which nothing more runs (squeue shows them for a while after the end).

@@ -1,4 +1,4 @@
-"""Encoders trained as Slurm jobs (``hardware=slurm_cpu`` / ``slurm_gpu``), through Submitit, with the
+"""The pipeline's encoders as Slurm jobs (``hardware=slurm_cpu`` / ``slurm_gpu``), through Submitit, with the
 hardware profile's own launcher settings (partition, time limit, CPUs, memory ...), as Hydra's Submitit launcher
 passes them for the RL sweep.
 
@@ -6,7 +6,8 @@ Each encoder that is not cached is one job; the launching process submits them a
 (:mod:`rlzoo.pipeline.inflight`), waits, and hands each finished step on (its representation's RL runs are then
 submitted). A launcher killed and run again finds the finished encoders in the pipeline's cache (``encoder.json``),
 waits for the jobs still in flight, and submits only the others. Submitit's files go to
-``<pipeline dir>/.submitit/encoders/<job id>/``."""
+``<pipeline dir>/.submitit/encoders/<job id>/``.
+"""
 
 from __future__ import annotations
 
