@@ -7,7 +7,8 @@ or Slurm; with ``pipeline.runs_beside_encoders``, the runs that need no encoder 
 the others as soon as their encoder is),
 then write the table (``rlzoo.plot``), the HTML report (``rlzoo.report``) and, with ``logger=wandb``, the table and
 figures to the sweep's W&B group. Running it again after a crash, or with more seeds or options, computes
-only what is missing and says so per step. Every input is checked before the first step starts.
+only what is missing and says so per step; on Slurm it waits for the jobs an earlier launcher left in flight
+(:mod:`rlzoo.pipeline.inflight`). Every input is checked before the first step starts.
 """
 
 from __future__ import annotations
