@@ -223,8 +223,11 @@ def test_a_recorded_job_is_waited_for_while_queued_and_redone_once_gone(
     assert step_in_flight(step, tmp_path, lines.append) is None and announced(step, lines.append)
     assert runs_in_flight(spec, [run.name], lines.append) == []
     assert not step.folder.exists() and inflight.records(tmp_path) == []
+    monkeypatch.setattr(inflight, "queued_with_comment", lambda name, comment: "900")  # submitted, not recorded
+    assert step_in_flight(step, tmp_path, lines.append) == "900"
     assert lines[2:] == [
         "encoder srl_splits on E: Slurm job 812 ended without a result: clearing its folder, submitting it again",
         f"encoder srl_splits on E: running into {step.folder}",
         "runs E_ground_truth_seed0: Slurm jobs rlzoo-runs-1 ended without finishing them: launching them again",
+        "encoder srl_splits on E: Slurm job 900 is in flight: waiting for it",
     ]

@@ -4,7 +4,8 @@ A launcher on Slurm records each job it puts in flight, ``<pipeline dir>/.inflig
 encoder's job id, or the job name of a sweep's array), the RL runs it trains, and the launcher's pid and host. A
 launcher run again (after a dropped login session) reads these records: a step whose job is still queued or running
 is waited for, never deleted or submitted twice; a step whose job is gone without its result is cleared and
-submitted again. A second launcher on the same pipeline dir while the first lives is refused (:func:`launcher_lock`,
+submitted again. An encoder's job also carries its step's folder name as its Slurm comment, so that a job whose
+launcher died between ``sbatch`` and the record is found too. A second launcher on the same pipeline dir while the first lives is refused (:func:`launcher_lock`,
 the kernel's lock: a dead launcher's is free at once); locally the launcher does the work itself, and on Slurm two
 live launchers would each submit the runs of an encoder they both waited for.
 
@@ -104,6 +105,20 @@ def queued(job: str, tries: int = 3) -> bool:
         if attempt + 1 < tries:
             time.sleep(POLL_S)
     raise RunFailure(f"squeue {' '.join(selector)} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+
+def queued_with_comment(job_name: str, comment: str) -> str | None:
+    """The id of a job named ``job_name`` with ``comment`` that Slurm has queued or running, or None: a job whose
+    launcher died before it could record the job (between ``sbatch`` and the record)."""
+    done = subprocess.run(
+        ["squeue", "--noheader", "--format=%i %T %k", "--name", job_name],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        job_id, state, *rest = line.split(maxsplit=2)
+        if rest == [comment] and state not in ENDED:
+            return job_id
+    return None
 
 
 # Job states after which nothing more runs (squeue shows them for a while after the end).

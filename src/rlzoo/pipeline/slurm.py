@@ -45,6 +45,7 @@ S = TypeVar("S", bound=Step)
 
 SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
 FOLDER = Path(".submitit") / "encoders"
+JOB_NAME = "rlzoo-encoder"
 # Hydra's Submitit launcher: keys that Submitit takes as they are (the rest get the ``slurm_`` prefix), and keys that
 # configure the executor itself or the sweep only.
 BASE_KEYS = {"timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node", "mem_gb", "nodes", "name",
@@ -58,7 +59,7 @@ def slurm_parameters(launcher: dict[str, Any]) -> dict[str, Any] | None:
     if launcher.get("_target_") != SLURM_LAUNCHER:
         return None
     params = {k if k in BASE_KEYS else f"slurm_{k}": v for k, v in launcher.items() if k not in NOT_FOR_A_JOB}
-    params["name"] = "rlzoo-encoder"
+    params["name"] = JOB_NAME
     return params
 
 
@@ -75,7 +76,10 @@ def step_in_flight(step: S, pipeline_dir: Path, log: Callable[[str], None]) -> s
     and submitted again)."""
     entry = inflight.find(pipeline_dir, step.folder.name)
     if entry is None:
-        return None
+        unrecorded = None if step.done else inflight.queued_with_comment(JOB_NAME, step.folder.name)
+        if unrecorded is not None:
+            log(f"{step.kind} {step.label}: Slurm job {unrecorded} is in flight: waiting for it")
+        return unrecorded
     if not step.done and inflight.queued(entry.job):
         log(f"{step.kind} {step.label}: Slurm job {entry.job} ({entry.owner()}) is in flight: waiting for it")
         return entry.job
@@ -113,6 +117,7 @@ def run_steps_on_slurm(
             config = step.config.copy()
             with open_dict(config):
                 config.torch_threads = threads
+            executor.update_parameters(slurm_comment=step.folder.name)  # found by it before it is recorded
             job = executor.submit(train_step, config)
             inflight.record(pipeline_dir, step.folder.name, job.job_id)
             log(f"{step.kind} {step.label}: Slurm job {job.job_id}")
