@@ -5,9 +5,11 @@ encoder's job id, or the job name of a sweep's array), the RL runs it trains, an
 launcher run again (after a dropped login session) reads these records: a step whose job is still queued or running
 is waited for, never deleted or submitted twice; a step whose job is gone without its result is cleared and
 submitted again. An encoder's job also carries its step's folder name as its Slurm comment, so that a job whose
-launcher died between ``sbatch`` and the record is found too. A second launcher on the same pipeline dir while the first lives is refused (:func:`launcher_lock`,
-the kernel's lock: a dead launcher's is free at once); locally the launcher does the work itself, and on Slurm two
-live launchers would each submit the runs of an encoder they both waited for.
+launcher died between ``sbatch`` and the record is found too.
+
+A second launcher on the same pipeline dir while the first lives is refused (:func:`launcher_lock`, the kernel's
+lock: a dead launcher's is free at once); locally the launcher does the work itself, and on Slurm two live launchers
+would each submit the runs of an encoder they both waited for.
 
 The sweep child a launcher starts (``python -m rlzoo.train -m``) dies with it (:func:`die_with_parent`), so that
 no two processes ever submit the same runs: its jobs already submitted stay in flight for the next launcher.
