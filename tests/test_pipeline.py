@@ -200,7 +200,7 @@ def test_a_comment_in_the_experiment_files_keeps_the_cache(tmp_path: Path, monke
         spec.check_dir()
 
 
-def test_each_encoders_runs_start_as_soon_as_it_is_trained(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_encoders_runs_start_as_soon_as_it_is_trained(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # The runs that need no encoder launch at once; a fast encoder's runs launch while a slow encoder still trains:
     # the slow one below finishes only once the fast one's sweep has started (after all encoders, it never would).
     from rlzoo.pipeline import command
@@ -228,7 +228,7 @@ def test_each_encoders_runs_start_as_soon_as_it_is_trained(monkeypatch: pytest.M
 
     jobs = [Job({"env": "E", "srl_model": m, "seed": 0}, m) for m in ("ground_truth", "fast", "slow")]
     encoders = {("E", m): SimpleNamespace(folder=Path(m), done=False) for m in ("fast", "slow")}
-    spec = SimpleNamespace(experiment="x", dir=Path("p"), encoder_workers=2, runs_beside_encoders=True, slurm=None)
+    spec = SimpleNamespace(experiment="x", dir=tmp_path, encoder_workers=2, runs_beside_encoders=True, slurm=None)
     plan = SimpleNamespace(spec=spec, datasets={}, encoders=encoders, jobs=jobs)
     monkeypatch.setattr(command, "plan_pipeline", lambda spec: plan)
     monkeypatch.setattr(command, "run_steps", train_encoders)

@@ -87,6 +87,21 @@ def _record_job_failure(entrypoint: str, error: Exception) -> None:
     print(f"{entrypoint}: job {hydra_cfg.job.num} failed: {message}", file=sys.stderr, flush=True)
 
 
+def _finished_already(entrypoint: str, error: Exception) -> bool:
+    """Whether a sweep job found its own run finished (a requeued job, a job launched twice): then it says so in one
+    line and ends as a success, writing nothing (:class:`rlzoo.rundir.RunDirFinished`): the log file Hydra opened
+    in the run dir is closed, so that the job's last log records (Submitit's) stay out of it."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from rlzoo.rundir import RunDirFinished
+
+    if not (isinstance(error, RunDirFinished) and error.same_run):
+        return False
+    _close_log_files_in(Path(HydraConfig.get().runtime.output_dir).resolve())
+    print(f"{entrypoint}: {error}", flush=True)
+    return True
+
+
 def _check_choices() -> None:
     """A missing option of an optional group (``algo_env=tuned/<name>``) fails like any bad input."""
     from hydra.core.hydra_config import HydraConfig
@@ -127,6 +142,8 @@ def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Call
                 if in_multirun():
                     if not summarised_sweeps:
                         raise
+                    if _finished_already(entrypoint, error):
+                        return None  # type: ignore[return-value]  # nothing to do, nothing written
                     _record_job_failure(entrypoint, error)
                     return None  # type: ignore[return-value]  # a failed job: the summary reports it
                 discard_output_dir()

@@ -93,6 +93,18 @@ class RunDirInUse(ConfigError):
     """Another process trains in this run dir: the refused one writes nothing there (not even its ``error.txt``)."""
 
 
+class RunDirFinished(ConfigError):
+    """The run dir holds a finished run: the refused process writes nothing there (not even its ``error.txt``).
+
+    :param same_run: the finished run has the refused one's config (a sweep job that ran twice: a requeue, a
+        second launch), so there is nothing left to do.
+    """
+
+    def __init__(self, message: str, *, same_run: bool) -> None:
+        super().__init__(message)
+        self.same_run = same_run
+
+
 @dataclass(frozen=True)
 class RunDir:
     """Paths of one run directory and the writes that define its format."""
@@ -416,7 +428,7 @@ def _write_pid(lock_file: IO[str]) -> None:
 
 def record_failure(run_dir: Path, error: BaseException) -> None:
     """Write a failed job's traceback to its run dir's ``error.txt`` (what the summary reads); a job refused because
-    another process trains in its dir writes nothing there."""
-    if isinstance(error, RunDirInUse):
+    another process trains in its dir, or whose dir holds a finished run, writes nothing there."""
+    if isinstance(error, RunDirInUse | RunDirFinished):
         return
     atomic_write_text(RunDir(run_dir).error, "".join(traceback.format_exception(error)))

@@ -7,7 +7,8 @@ or Slurm; with ``pipeline.runs_beside_encoders``, the runs that need no encoder 
 the others as soon as their encoder is),
 then write the table (``rlzoo.plot``), the HTML report (``rlzoo.report``) and, with ``logger=wandb``, the table and
 figures to the sweep's W&B group. Running it again after a crash, or with more seeds or options, computes
-only what is missing and says so per step. Every input is checked before the first step starts.
+only what is missing and says so per step; on Slurm it waits for the jobs an earlier launcher left in flight
+(:mod:`rlzoo.pipeline.inflight`). Every input is checked before the first step starts.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from omegaconf import DictConfig
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError, Refused
+from rlzoo.pipeline.inflight import launcher_lock
 from rlzoo.pipeline.launch import Job, all_jobs, check_runs_use_encoders, job_statuses, representation_key, run_sweep
-from rlzoo.pipeline.slurm import FOLDER as SUBMITIT_ENCODERS
-from rlzoo.pipeline.slurm import run_steps_on_slurm
+from rlzoo.pipeline.slurm import run_steps_on_slurm, step_in_flight
 from rlzoo.pipeline.spec import PIPELINE_CONFIG, PipelineSpec, pipeline_spec
 from rlzoo.pipeline.steps import (
     Step,
@@ -86,11 +87,25 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
 
 
 def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict[str, list[str]]:
-    """Run (or finish) the pipeline ``spec`` describes; return the RL jobs by status (done, failed, unfinished)."""
-    from rlzoo.collect import collect
-
+    """Run (or finish) the pipeline ``spec`` describes; return the RL jobs by status (done, failed, unfinished).
+    One launcher at a time works on a pipeline dir; on Slurm a launcher run again takes over the jobs an earlier
+    one left in flight (:mod:`rlzoo.pipeline.inflight`)."""
     started = time.perf_counter()
     plan = plan_pipeline(spec)
+    with launcher_lock(spec.dir):
+        statuses = _run_steps(plan, log)
+    say = lambda message: log(f"rlzoo.pipeline: {message}")  # noqa: E731
+    say(
+        f"finished in {time.perf_counter() - started:.0f} s: " + ", ".join(f"{len(v)} {k}" for k, v in statuses.items())
+    )
+    return statuses
+
+
+def _run_steps(plan: PipelinePlan, log: Callable[[str], None]) -> dict[str, list[str]]:
+    """The steps of ``plan``, each cached or run: datasets, encoders, RL runs, then the results."""
+    from rlzoo.collect import collect
+
+    spec = plan.spec
     say = lambda message: log(f"rlzoo.pipeline: {message}")  # noqa: E731
     say(f"experiment {spec.experiment} in {spec.dir}: {len(plan.datasets)} dataset(s), {len(plan.encoders)} "
         f"encoder(s), {len(plan.jobs)} RL run(s)")  # fmt: skip
@@ -102,24 +117,28 @@ def run_pipeline(spec: PipelineSpec, log: Callable[[str], None] = print) -> dict
         run_sweep(spec, plan.jobs, say)
     statuses = job_statuses(spec, plan.jobs)
     results(spec, say)
-    say(
-        f"finished in {time.perf_counter() - started:.0f} s: " + ", ".join(f"{len(v)} {k}" for k, v in statuses.items())
-    )
     return statuses
 
 
 def train_encoders(
     spec: PipelineSpec, steps: list[Step], say: Callable[[str], None], on_done: Callable[[Step], None] = lambda s: None
 ) -> None:
-    """Train the encoders that are not cached: as Slurm jobs with ``hardware=slurm_*``, else here
-    (``pipeline.encoder_workers`` at once); ``on_done`` gets each step as it is done."""
+    """Train the encoders that are not cached: as Slurm jobs with ``hardware=slurm_*`` (waiting for those an
+    earlier launcher left in flight), else here (``pipeline.encoder_workers`` at once); ``on_done`` gets each step
+    as it is done."""
     from rlzoo.srl.train import train_encoder
 
     if spec.slurm is None:
         run_steps(steps, train_encoder, spec.encoder_workers, say, on_done=on_done)
         return
-    todo = [step for step in steps if announced(step, say)]
-    run_steps_on_slurm(todo, spec.slurm, spec.dir / SUBMITIT_ENCODERS, say, on_done)
+    adopted, todo = {}, []
+    for step in steps:
+        job = step_in_flight(step, spec.dir, say)
+        if job is not None:
+            adopted[job] = step  # an earlier launcher's job, still queued or running: waited for, not redone
+        elif announced(step, say):
+            todo.append(step)
+    run_steps_on_slurm(todo, spec.slurm, spec.dir, say, on_done, adopted)
 
 
 def runs_as_encoders_finish(plan: PipelinePlan, say: Callable[[str], None]) -> None:

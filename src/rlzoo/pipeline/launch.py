@@ -8,6 +8,7 @@ them (one per env and per set of seeds), through the hardware profile's launcher
 
 from __future__ import annotations
 
+import functools
 import itertools
 import subprocess
 import sys
@@ -20,7 +21,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.pipeline.spec import PipelineSpec, group_options
+from rlzoo.pipeline import inflight
+from rlzoo.pipeline.spec import PipelineSpec, content_key, group_options
 from rlzoo.rundir import RunDir
 
 
@@ -124,6 +126,12 @@ def blocks(jobs: list[Job]) -> list[dict[str, list[Any]]]:
     return covered
 
 
+def in_block(job: Job, block: dict[str, list[Any]]) -> bool:
+    """Whether ``job`` is one of the runs of the sweep ``block`` (its srl_model values are options)."""
+    values = job.values | {"srl_model": job.option}
+    return all(values.get(key) in options for key, options in block.items())
+
+
 def launch_command(spec: PipelineSpec, block: dict[str, list[Any]]) -> list[str]:
     """``python -m rlzoo.train -m`` with the experiment, the pipeline's train overrides and the block's axes."""
     axes = [f"{key}={','.join(map(str, values))}" for key, values in block.items()]
@@ -135,16 +143,60 @@ def launch_command(spec: PipelineSpec, block: dict[str, list[Any]]) -> list[str]
 
 
 def run_sweep(spec: PipelineSpec, jobs: list[Job], log: Callable[[str], None]) -> int:
-    """Launch the jobs that have not finished; return how many launches failed (a job failing fails its launch)."""
+    """Launch the jobs that have not finished; return how many launches failed (a job failing fails its launch).
+    On Slurm, the runs an earlier launcher's array still trains are waited for, not launched again; those it ended
+    without finishing are launched then, saying so."""
     missing = [job for job in jobs if not job.run_dir(spec).is_finished()]
     log(
         f"runs: {len(jobs) - len(missing)} of {len(jobs)} finished (cached); {len(missing)} to train in {spec.runs_dir}"
     )
+    adopted = runs_in_flight(spec, [job.name for job in missing], log) if spec.slurm is not None else []
+    held = {name for entry in adopted for name in entry.runs}
+    failed = launch(spec, [job for job in missing if job.name not in held], log)
+    for entry in adopted:
+        inflight.wait_while(functools.partial(inflight.queued, entry.job))
+        inflight.forget(spec.dir, entry.name)
+        left = [job for job in missing if job.name in entry.runs and not job.run_dir(spec).is_finished()]
+        if left:
+            log(f"runs {', '.join(job.name for job in left)}: Slurm jobs {entry.job} ended without finishing them: "
+                "launching them again")  # fmt: skip
+            failed += launch(spec, left, log)
+    return failed
+
+
+def runs_in_flight(spec: PipelineSpec, names: list[str], log: Callable[[str], None]) -> list[inflight.InFlight]:
+    """The recorded arrays of an earlier launcher that still train some of the runs ``names``, saying so; a record
+    whose array is gone is forgotten (its unfinished runs are launched again with the others)."""
+    adopted = []
+    for entry in inflight.records(spec.dir):
+        held = sorted(set(entry.runs) & set(names))
+        if not held:
+            if not inflight.queued(entry.job) and all(RunDir(spec.runs_dir / run).is_finished() for run in entry.runs):
+                inflight.forget(spec.dir, entry.name)  # its array finished them all
+            continue
+        if inflight.queued(entry.job):
+            log(f"runs {', '.join(held)}: Slurm jobs {entry.job} ({entry.owner()}) are in flight: waiting for them")
+            adopted.append(entry)
+        else:
+            inflight.forget(spec.dir, entry.name)
+            log(f"runs {', '.join(held)}: Slurm jobs {entry.job} ended without finishing them: launching them again")
+    return adopted
+
+
+def launch(spec: PipelineSpec, jobs: list[Job], log: Callable[[str], None]) -> int:
+    """Launch ``jobs`` as few sweeps as cover them, one after another; return how many launches failed. On Slurm
+    each sweep's array gets a job name of its own, recorded in flight while its launch lasts."""
     failed = 0
-    for block in blocks(missing):
+    for block in blocks(jobs):
         command = launch_command(spec, block)
+        names = [job.name for job in jobs if in_block(job, block)]
+        name = f"rlzoo-runs-{content_key({'dir': str(spec.dir), 'runs': sorted(names)})}"
+        if spec.slurm is not None:
+            command.append(f"hydra.launcher.name={name}")
+            inflight.record(spec.dir, name, name, names)
         log("launching: " + " ".join(command[1:]))
-        failed += subprocess.run(command, check=False).returncode != 0
+        failed += subprocess.run(command, check=False, preexec_fn=inflight.die_with_parent()).returncode != 0
+        inflight.forget(spec.dir, name)
     return failed
 
 

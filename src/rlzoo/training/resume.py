@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError, Refused
-from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, load_obs_norm
+from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, RunDirFinished, load_obs_norm
 from rlzoo.training.safe_load import check_targets, restore_weights
 from rlzoo.untrusted import check_links, inside
 
@@ -99,7 +99,12 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     from its final model). A finished run, or a run with another config, is refused: rlzoo never overwrites a run.
     """
     if run.is_finished():
-        raise ConfigError(f"run_dir {run.path} holds a finished run (metrics.json); choose another run_dir")
+        same = run.config.is_file() and not _differences(run.read_config(), cfg)
+        raise RunDirFinished(
+            f"run_dir {run.path} holds a finished run (metrics.json)"
+            + (" of this config: nothing to train" if same else "; choose another run_dir"),
+            same_run=same,
+        )
     if not run.config.is_file():
         if run.trained() or run.checkpoints():
             raise ConfigError(f"run_dir {run.path} holds a model but no config.yaml; choose another run_dir")
