@@ -34,7 +34,10 @@ NOT_COMPARED = (
     "run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs", "trusted"
 )  # fmt: skip
 # Keys a run dir written before they existed lacks: not compared when the saved config has none.
-ADDED_KEYS = ("total_episodes", "max_train_seconds", "max_test_steps", "test_steps", "test_envs", "env.observation")
+ADDED_KEYS = (
+    "total_episodes", "max_train_seconds", "max_test_steps", "test_steps", "test_envs", "env.observation",
+    "checkpoint_buffer",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
