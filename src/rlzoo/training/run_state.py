@@ -44,6 +44,7 @@ MODEL_RUNTIME = (
     "_current_progress_remaining", "num_timesteps", "exploration_rate",
 )  # fmt: skip
 EPISODE_BUFFERS = ("ep_info_buffer", "ep_success_buffer")
+BATCHED_STATE = ("_robots", "_targets", "_current", "_steps")  # the batched vec env's robots (its envs' truth)
 # Envs whose whole state is plain attributes and their generator: a resumed run continues their episodes exactly.
 EXACT_ENV_MODULES = ("rlzoo.envs.mobile_robot", "gymnasium.envs.classic_control")
 MISSING: Any = object()
@@ -290,7 +291,7 @@ def capture_envs(snapshot: Snapshot, venv: VecEnv) -> bool:
         elif isinstance(layer, VecFrameStack):
             snapshot.put("frame_stack", layer.stacked_obs.stacked_obs)
     if isinstance(base, BatchedMobileRobot):
-        capture_plain(snapshot, "batched/", base)
+        capture_plain(snapshot, "batched/", base, BATCHED_STATE)
     for rank, env in enumerate(envs):
         for depth, layer in enumerate(_layers(env)):
             capture_plain(snapshot, f"env/{rank}/{depth}/", layer)
@@ -318,7 +319,7 @@ def restore_envs(snapshot: Snapshot, venv: VecEnv) -> None:
                 raise Refused("run state frame_stack: expected the stacked observations of the frame stack")
             stack.stacked_obs = saved.astype(stack.stacked_obs.dtype)
     if isinstance(base, BatchedMobileRobot):
-        restore_plain(snapshot, "batched/", base)
+        restore_plain(snapshot, "batched/", base, BATCHED_STATE)
     for rank, env in enumerate(envs):
         for depth, layer in enumerate(_layers(env)):
             restore_plain(snapshot, f"env/{rank}/{depth}/", layer)
@@ -326,4 +327,5 @@ def restore_envs(snapshot: Snapshot, venv: VecEnv) -> None:
         unwrapped._np_random = set_generator(snapshot.get(f"env/{rank}/np_random"), unwrapped._np_random, "np_random")
         for index, space in enumerate(_spaces(env)):
             state = snapshot.get(f"env/{rank}/space/{index}")
-            space._np_random = set_generator(state, space._np_random, f"action space of env {rank}")
+            held: Any = space  # gymnasium types _np_random as set; a saved None leaves it unset
+            held._np_random = set_generator(state, space._np_random, f"action space of env {rank}")
