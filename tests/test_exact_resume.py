@@ -14,6 +14,7 @@ import torch
 from stable_baselines3.common.save_util import load_from_zip_file
 
 from conftest import Compose
+from rlzoo.errors import ConfigError
 from rlzoo.rundir import REPLAY, RunDir
 from rlzoo.train import train
 
@@ -104,3 +105,50 @@ def test_a_checkpoint_holds_no_pickle(compose: Compose, tmp_path: Path) -> None:
     for path in [folder / "run_state.npz", *(run.path / REPLAY).glob("*.npz")]:
         with np.load(path, allow_pickle=False) as saved:
             assert all(saved[key].dtype != object for key in saved.files)
+
+
+@pytest.fixture
+def sac_run(compose: Compose, tmp_path: Path) -> tuple[list[str], RunDir]:
+    """An uninterrupted SAC run on MobileRobot (checkpoints 400, 800, 1200; a 300-row buffer that wraps)."""
+    overrides = [*RUNS["sac_MobileRobot"], *QUIET]
+    whole = RunDir(tmp_path / "whole")
+    train(compose(overrides, run_dir=whole.path))
+    return overrides, whole
+
+
+def test_a_truncated_chunk_resumes_from_the_checkpoint_before(
+    sac_run: tuple[list[str], RunDir], compose: Compose, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    overrides, whole = sac_run
+    stopped = stop_after(whole.path, tmp_path / "stopped", 800)
+    chunk = stopped.path / REPLAY / "800.npz"
+    chunk.write_bytes(chunk.read_bytes()[:-100])  # a kill while the chunk was written, after an older checkpoint
+    with caplog.at_level("WARNING", logger="rlzoo"):
+        train(compose(overrides, run_dir=stopped.path))
+    assert stopped.resumes() == [400]
+    warnings = [r.getMessage() for r in caplog.records if "is incomplete" in r.getMessage()]
+    assert len(warnings) == 1 and str(chunk) in warnings[0]
+    assert weights_hash(stopped.model) == weights_hash(whole.model)
+
+
+def test_a_missing_chunk_everywhere_is_refused_in_one_line(
+    sac_run: tuple[list[str], RunDir], compose: Compose, tmp_path: Path
+) -> None:
+    overrides, whole = sac_run
+    stopped = stop_after(whole.path, tmp_path / "stopped", 800)
+    for chunk in (stopped.path / REPLAY).glob("*.npz"):
+        chunk.unlink()
+    before = sorted(p.name for p in stopped.path.rglob("*"))
+    with pytest.raises(ConfigError, match=r"no checkpoint can rebuild the replay buffer .*800\.npz is missing"):
+        train(compose(overrides, run_dir=stopped.path))
+    assert sorted(p.name for p in stopped.path.rglob("*")) == before  # nothing written
+
+
+def test_without_checkpoint_buffer_a_run_resumes_with_an_empty_buffer(
+    sac_run: tuple[list[str], RunDir], compose: Compose, tmp_path: Path
+) -> None:
+    overrides, whole = sac_run
+    stopped = stop_after(whole.path, tmp_path / "stopped", 800)
+    train(compose([*overrides, "checkpoint_buffer=false"], run_dir=stopped.path))
+    assert stopped.resumes() == [800]
+    assert weights_hash(stopped.model) != weights_hash(whole.model)  # the buffer is part of the run's future
