@@ -152,3 +152,35 @@ def test_without_checkpoint_buffer_a_run_resumes_with_an_empty_buffer(
     train(compose([*overrides, "checkpoint_buffer=false"], run_dir=stopped.path))
     assert stopped.resumes() == [800]
     assert weights_hash(stopped.model) != weights_hash(whole.model)  # the buffer is part of the run's future
+
+
+def test_envs_that_cannot_be_saved_are_reset_saying_so_in_one_line(
+    compose: Compose, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    overrides = ["algo=ppo", "env=CartPole", "n_envs=2", "vec_env=subproc", "algo.n_steps=32", "algo.batch_size=32",
+                 TINY_NET, "total_timesteps=256", "checkpoint_freq=128", *QUIET]  # fmt: skip
+    whole = RunDir(tmp_path / "whole")
+    train(compose(overrides, run_dir=whole.path))
+    assert json.loads((whole.checkpoint(128) / "run_state.json").read_text())["envs_saved"] is False
+    stopped = stop_after(whole.path, tmp_path / "stopped", 128)
+    with caplog.at_level("WARNING", logger="rlzoo"):
+        train(compose(overrides, run_dir=stopped.path))
+    lines = [r.getMessage() for r in caplog.records if "cannot be saved" in r.getMessage()]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert stopped.read_metrics()["train/timesteps"] == 256
+
+
+def test_a_pickled_replay_chunk_is_refused_in_one_line(
+    sac_run: tuple[list[str], RunDir], compose: Compose, tmp_path: Path
+) -> None:
+    overrides, whole = sac_run
+    stopped = stop_after(whole.path, tmp_path / "stopped", 800)
+    chunk = stopped.path / REPLAY / "800.npz"
+    with chunk.open("wb") as stream:
+        np.savez(stream, rows=np.array([object()], dtype=object))
+    state = stopped.checkpoint(800) / "run_state.json"
+    values = json.loads(state.read_text())
+    values["buffer"]["chunks"][-1]["bytes"] = chunk.stat().st_size  # the manifest agrees: only the content is bad
+    state.write_text(json.dumps(values))
+    with pytest.raises(ConfigError, match=r"replay chunk \S+800\.npz cannot be read \(Object arrays cannot be loaded"):
+        train(compose(overrides, run_dir=stopped.path))

@@ -289,7 +289,10 @@ def capture_envs(snapshot: Snapshot, venv: VecEnv) -> bool:
         if isinstance(layer, PerEnvMonitor):
             capture_plain(snapshot, "monitor/", layer, ("_return", "_length"))
         elif isinstance(layer, VecFrameStack):
-            snapshot.put("frame_stack", layer.stacked_obs.stacked_obs)
+            stacked = getattr(layer.stacked_obs, "stacked_obs", None)
+            if not isinstance(stacked, np.ndarray):  # a dict observation's stacks
+                return False
+            snapshot.put("frame_stack", stacked)
     if isinstance(base, BatchedMobileRobot):
         capture_plain(snapshot, "batched/", base, BATCHED_STATE)
     for rank, env in enumerate(envs):
