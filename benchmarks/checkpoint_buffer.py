@@ -96,7 +96,7 @@ def training_cpu(steps: int, every: int, folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000, help="buffer transitions")
-    parser.add_argument("--steps", type=int, default=6000, help="training steps of the overhead runs")
+    parser.add_argument("--steps", type=int, default=5000, help="training steps of the overhead runs")
     parser.add_argument("--every", type=int, default=1000, help="checkpoint interval of the overhead run")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -106,10 +106,9 @@ def main() -> None:
         without = training_cpu(args.steps, 0, Path(tmp) / "without")
         with_checkpoints = training_cpu(args.steps, args.every, Path(tmp) / "with")
     per_checkpoint = (with_checkpoints - without) / (args.steps // args.every)
-    per_step = without / args.steps
-    figures |= {"train_cpu_seconds_without": without, "train_cpu_seconds_with": with_checkpoints,
-                "seconds_per_training_checkpoint": per_checkpoint,
-                "ratio_at_default_checkpoint_freq": 1 + max(per_checkpoint, 0.0) / (per_step * DEFAULT_EVERY)}  # fmt: skip
+    ratio = 1 + max(per_checkpoint, 0.0) / (without / args.steps * DEFAULT_EVERY)
+    figures |= {"train_cpu_seconds_without": without, "train_cpu_seconds_with": with_checkpoints}
+    figures |= {"seconds_per_training_checkpoint": per_checkpoint, "ratio_at_default_checkpoint_freq": ratio}
     print(json.dumps({k: round(v, 4) for k, v in figures.items()}, indent=1))
     print(f"load average: {os.getloadavg()}")
 
