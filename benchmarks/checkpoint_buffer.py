@@ -81,7 +81,7 @@ def _holder(buffer: ReplayBuffer) -> SAC:
     """An object with SB3's ``save_replay_buffer`` / ``load_replay_buffer`` bound to ``buffer``."""
     holder = SAC.__new__(SAC)
     holder.replay_buffer = buffer
-    holder.verbose = 0
+    holder.verbose, holder.device = 0, torch.device("cpu")
     return holder
 
 
