@@ -23,7 +23,7 @@ TINY_NET = "+algo.policy_kwargs.net_arch=[16]"
 RUNS = {
     "ppo_MobileRobot": ["algo=ppo", "env=MobileRobot", "algo.n_steps=32", "algo.batch_size=64", "algo.n_epochs=2",
                         TINY_NET, "total_timesteps=1024", "checkpoint_freq=512"],
-    "sac_MobileRobot": ["algo=sac", "env=MobileRobot", "algo.buffer_size=300", "algo.learning_starts=100",
+    "sac_MobileRobot": ["algo=sac", "env=MobileRobot", "algo.buffer_size=500", "algo.learning_starts=100",
                         "algo.batch_size=32", "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=1200",
                         "checkpoint_freq=400"],
     "dqn_MobileRobot": ["algo=dqn", "env=MobileRobot", "algo.buffer_size=300", "algo.learning_starts=100",
@@ -109,7 +109,8 @@ def test_a_checkpoint_holds_no_pickle(compose: Compose, tmp_path: Path) -> None:
 
 @pytest.fixture
 def sac_run(compose: Compose, tmp_path: Path) -> tuple[list[str], RunDir]:
-    """An uninterrupted SAC run on MobileRobot (checkpoints 400, 800, 1200; a 300-row buffer that wraps)."""
+    """An uninterrupted SAC run on MobileRobot (checkpoints 400, 800, 1200; a 500-row buffer that wraps within the
+    chunk of 800: its run state lists the chunks of 400 and 800)."""
     overrides = [*RUNS["sac_MobileRobot"], *QUIET]
     whole = RunDir(tmp_path / "whole")
     train(compose(overrides, run_dir=whole.path))
@@ -121,6 +122,8 @@ def test_a_truncated_chunk_resumes_from_the_checkpoint_before(
 ) -> None:
     overrides, whole = sac_run
     stopped = stop_after(whole.path, tmp_path / "stopped", 800)
+    listed = json.loads((stopped.checkpoint(800) / "run_state.json").read_text())["buffer"]["chunks"]
+    assert [c["file"] for c in listed] == ["400.npz", "800.npz"]  # 800's rows wrap past the buffer's end
     chunk = stopped.path / REPLAY / "800.npz"
     chunk.write_bytes(chunk.read_bytes()[:-100])  # a kill while the chunk was written, after an older checkpoint
     with caplog.at_level("WARNING", logger="rlzoo"):
@@ -177,7 +180,7 @@ def test_a_pickled_replay_chunk_is_refused_in_one_line(
     stopped = stop_after(whole.path, tmp_path / "stopped", 800)
     chunk = stopped.path / REPLAY / "800.npz"
     with chunk.open("wb") as stream:
-        np.savez(stream, rows=np.array([object()], dtype=object))
+        np.savez(stream, start=np.array([object()], dtype=object))
     state = stopped.checkpoint(800) / "run_state.json"
     values = json.loads(state.read_text())
     values["buffer"]["chunks"][-1]["bytes"] = chunk.stat().st_size  # the manifest agrees: only the content is bad

@@ -66,20 +66,35 @@ class BufferChunks:
         size = buffer.buffer_size
         added = (steps - self.steps) // buffer.n_envs  # one row per vec-env step
         if 0 <= added < size and (self.pos + added) % size == buffer.pos:
-            rows, chunks = (self.pos + np.arange(added)) % size, self.chunks
+            start, count, chunks = self.pos, added, self.chunks
         else:  # more rows than the buffer holds (or a buffer filled otherwise): the whole buffer
-            rows, chunks = np.arange(size if buffer.full else buffer.pos), []
+            start, count, chunks = 0, size if buffer.full else buffer.pos, []
         name = f"{steps}.npz"
-        arrays: dict[str, Any] = {field: array[rows] for field, array in _fields(buffer).items()}
+        arrays: dict[str, Any] = {field: _take(array, start, count) for field, array in _fields(buffer).items()}
         if buffer.optimize_memory_usage:  # the next observation of the newest row lives in the row after it
             arrays["observations_after"] = buffer.observations[buffer.pos]
             arrays["after_row"] = np.asarray(buffer.pos)
         with atomic_path(self.folder / name) as tmp, tmp.open("wb") as stream:
-            np.savez(stream, rows=rows.astype(np.int64), **arrays)
-        written = {"file": name, "rows": len(rows), "bytes": (self.folder / name).stat().st_size}
+            np.savez(stream, start=np.asarray(start, dtype=np.int64), **arrays)
+        written = {"file": name, "rows": count, "bytes": (self.folder / name).stat().st_size}
         self.chunks = _covering([*chunks, written], size)
         self.steps, self.pos = steps, buffer.pos
         return {"chunks": self.chunks, "steps": steps, "pos": buffer.pos, "full": bool(buffer.full), "size": size}
+
+
+def _take(array: np.ndarray, start: int, count: int) -> np.ndarray:
+    """``count`` rows of a circular ``array`` from ``start`` (views, unless they wrap past its end)."""
+    end = start + count
+    if end <= len(array):
+        return array[start:end]
+    return np.concatenate([array[start:], array[: end - len(array)]])
+
+
+def _put(array: np.ndarray, start: int, values: np.ndarray) -> None:
+    """Write ``values`` into a circular ``array`` from row ``start``."""
+    first = min(len(values), len(array) - start)
+    array[start : start + first] = values[:first]
+    array[: len(values) - first] = values[first:]
 
 
 def _covering(chunks: list[dict[str, Any]], size: int) -> list[dict[str, Any]]:
@@ -168,15 +183,15 @@ def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any]) 
 
 
 def _put_rows(buffer: ReplayBuffer, fields: dict[str, np.ndarray], saved: dict[str, np.ndarray], path: Path) -> None:
-    rows = saved["rows"]
-    if rows.dtype.kind not in "iu" or rows.ndim != 1 or (len(rows) and not 0 <= rows.min() <= rows.max() < len(
-            buffer.rewards)):  # fmt: skip
-        raise Refused(f"replay chunk {path}: its rows are not rows of the buffer")
+    start, size = saved["start"], buffer.buffer_size
+    if start.shape != () or start.dtype.kind not in "iu" or not 0 <= int(start) < size:
+        raise Refused(f"replay chunk {path}: start={start!r} is not a row of the buffer")
+    count = len(saved["rewards"])
     for name, array in fields.items():
         values = saved[name]
-        if values.shape != (len(rows), *array.shape[1:]):
+        if values.shape != (count, *array.shape[1:]) or count > size:
             raise Refused(f"replay chunk {path}: {name} is shaped {values.shape}, not as the buffer's rows")
-        array[rows] = values
+        _put(array, int(start), values)
     after = saved.get("observations_after")
     if after is not None and buffer.optimize_memory_usage and isinstance(buffer.observations, np.ndarray):
         if after.shape != buffer.observations.shape[1:]:
