@@ -96,21 +96,29 @@ def training_cpu(steps: int, every: int, folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000, help="buffer transitions")
-    parser.add_argument("--steps", type=int, default=5000, help="training steps of the overhead runs")
+    parser.add_argument("--steps", type=int, default=5000, help="training steps of the overhead runs (0: none)")
     parser.add_argument("--every", type=int, default=1000, help="checkpoint interval of the overhead run")
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         figures = buffer_costs(args.size, DEFAULT_EVERY, Path(tmp))
         figures["sb3_over_chunk_seconds"] = figures["sb3_save_seconds"] / figures["chunk_seconds"]
-        without = training_cpu(args.steps, 0, Path(tmp) / "without")
-        with_checkpoints = training_cpu(args.steps, args.every, Path(tmp) / "with")
-    per_checkpoint = (with_checkpoints - without) / (args.steps // args.every)
-    ratio = 1 + max(per_checkpoint, 0.0) / (without / args.steps * DEFAULT_EVERY)
-    figures |= {"train_cpu_seconds_without": without, "train_cpu_seconds_with": with_checkpoints}
-    figures |= {"seconds_per_training_checkpoint": per_checkpoint, "ratio_at_default_checkpoint_freq": ratio}
+        figures["sb3_over_chunk_mb"] = figures["sb3_mb"] / figures["chunk_mb"]
+        if args.steps:
+            without = training_cpu(args.steps, 0, Path(tmp) / "without")
+            with_checkpoints = training_cpu(args.steps, args.every, Path(tmp) / "with")
+    if args.steps:
+        figures |= overhead(without, with_checkpoints, args.steps, args.every)
     print(json.dumps({k: round(v, 4) for k, v in figures.items()}, indent=1))
     print(f"load average: {os.getloadavg()}")
+
+
+def overhead(without: float, with_checkpoints: float, steps: int, every: int) -> dict[str, float]:
+    """CPU seconds with and without checkpoints, per checkpoint, and the ratio projected to the default interval."""
+    per_checkpoint = (with_checkpoints - without) / (steps // every)
+    ratio = 1 + max(per_checkpoint, 0.0) / (without / steps * DEFAULT_EVERY)
+    return {"train_cpu_seconds_without": without, "train_cpu_seconds_with": with_checkpoints,
+            "seconds_per_training_checkpoint": per_checkpoint, "ratio_at_default_checkpoint_freq": ratio}  # fmt: skip
 
 
 if __name__ == "__main__":
