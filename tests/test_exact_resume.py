@@ -142,7 +142,8 @@ def test_a_missing_chunk_everywhere_is_refused_in_one_line(
     for chunk in (stopped.path / REPLAY).glob("*.npz"):
         chunk.unlink()
     before = sorted(p.name for p in stopped.path.rglob("*"))
-    with pytest.raises(ConfigError, match=r"no checkpoint can rebuild the replay buffer \(checkpoint 800: .*replay/400\.npz is missing"):
+    refusal = r"no checkpoint can rebuild the replay buffer \(checkpoint 800: .*replay/400\.npz is missing"
+    with pytest.raises(ConfigError, match=refusal):
         train(compose(overrides, run_dir=stopped.path))
     assert sorted(p.name for p in stopped.path.rglob("*")) == before  # nothing written
 
