@@ -14,6 +14,7 @@ payloads are live); a path case leads outside the run dir (checked by resolving 
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import itertools
 import json
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
@@ -37,7 +39,7 @@ from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
 from rlzoo.playback.loading import load_run
-from rlzoo.rundir import MODEL, RunDir
+from rlzoo.rundir import MODEL, RUN_STATE_ARRAYS, RunDir
 from rlzoo.train import train
 
 PPO = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN, "test_episodes=0"]
@@ -190,6 +192,23 @@ def _plant_encoder_link(run: Path, marker: Path) -> None:
     _edit_config(run, lambda config: config.srl_model.__setitem__("checkpoint", str(encoder)))
 
 
+class _Opens:
+    """Pickled, it reduces to ``codecs.open(marker, "w")``: unpickling it makes the marker appear."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return codecs.open, (str(self.marker), "w")
+
+
+def _plant_pickled_run_state(run: Path, marker: Path) -> None:
+    """A checkpoint's run state whose array is a pickle (NumPy writes object arrays so): read without unpickling."""
+    folder = unfinished(run).checkpoints()[-1]
+    with (folder / RUN_STATE_ARRAYS).open("wb") as stream:
+        np.savez(stream, **{"random/torch": np.array([_Opens(marker)], dtype=object)})
+
+
 RESUME = frozenset({"resume"})
 OUTSIDE = r"(leads outside the run dir|is a symlink to \S+, outside)"
 
@@ -211,6 +230,8 @@ def attacks() -> list[Attack]:
     for name in ("progress.csv", "enjoy", "checkpoints/64/model.zip"):
         cases.append(Attack(f"symlink-{name.split('/')[0]}", _plant_symlink(name), OUTSIDE, leads_to=name))
     cases.append(Attack("symlink-encoder", _plant_encoder_link, OUTSIDE, live=False))  # checked untrusted only
+    pickled = r"the run state cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
+    cases.append(Attack("pickled-run-state", _plant_pickled_run_state, pickled, RESUME, live=False))  # never unpickled
     return cases
 
 

@@ -14,8 +14,8 @@ layer   name                modules
 4       approximation       approximation: building blocks of algorithms (approximations, Q-networks, replay, K-FAC)
 5       algos               algos: the algorithm factory, algorithms SB3 lacks, the JAX backend
 6       loggers             loggers: SB3 logger outputs, W&B, visdom live plots
-7       training            training: plan, build, budget, callbacks, resume, fine-tune, the kinds of run (protocol,
-                            registry, resolver), the one run skeleton
+7       training            training: plan, build, budget, callbacks, resume (run state, replay chunks), fine-tune,
+                            the kinds of run (protocol, registry, resolver), the one run skeleton
 8       results, playback   results (reading many runs), playback (loading one trained run, plots, videos)
 9       agents              agents: the agent API (state, presets, load_agent, run_experiment), the single-agent kind
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the

@@ -5,7 +5,9 @@ A run directory holds::
     config.yaml            the resolved config (written before training starts)
     model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
     obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
-    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume); atomic
+    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume) + run_state.json
+                           and run_state.npz (generators, envs, SB3's runtime state, the replay chunk list); atomic
+    replay/<steps>.npz     the rows an off-policy run's replay buffer gained up to checkpoint <steps> (plain arrays)
     monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor; ``.monitor.csv.gz`` in a result record)
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
@@ -33,7 +35,7 @@ import shutil
 import stat
 import tempfile
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +74,9 @@ MONITOR_SUFFIX = ".monitor.csv"
 GZIP_SUFFIX = ".gz"
 PROGRESS = "progress.csv"
 CHECKPOINT_STATE = "state.json"
+RUN_STATE = "run_state.json"  # a checkpoint's generators, env and SB3 runtime state (training/run_state.py)
+RUN_STATE_ARRAYS = "run_state.npz"
+REPLAY = "replay"  # replay buffer chunks (training/buffer_chunks.py)
 RESUMES = "resumes.csv"
 ERROR = "error.txt"
 ENJOY = "enjoy"
@@ -335,9 +340,11 @@ class RunDir:
         model: BaseAlgorithm | Mapping[str, BaseAlgorithm],
         normalizer: VecNormalize | None,
         state: dict[str, Any] | None = None,
+        write_more: Callable[[Path], None] | None = None,
     ) -> Path:
         """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state;
-        ``model`` a mapping: a multi-agent run's learners, each in ``models/<name>/``)."""
+        ``model`` a mapping: a multi-agent run's learners, each in ``models/<name>/``; ``write_more``: writes more
+        files into the folder before it appears)."""
         final = self.checkpoint(steps)
         self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
@@ -347,6 +354,8 @@ class RunDir:
             save_models(staging, model, normalizer)
             if state is not None:
                 (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
+            if write_more is not None:
+                write_more(staging)
             if final.exists():
                 shutil.rmtree(final)
             os.replace(staging, final)

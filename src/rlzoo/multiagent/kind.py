@@ -61,6 +61,7 @@ class MultiAgent:
         "test_steps": "the PettingZoo env ends its own episodes",
         "progress_bar": "the AEC loop shows no progress bar",
         "init_from": "they cannot start from another run's models",
+        "checkpoint_buffer": "their checkpoints hold no replay buffers",
     }
 
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> MultiagentPlan:

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
 from rlzoo.rundir import RETURNS100_HEADER, RunDir
@@ -127,13 +129,19 @@ def save_checkpoint(
     pending: Sequence[float],
     clock: RunClock | None,
     kind_state: dict[str, Any] | None = None,
+    write_more: Callable[[Path], None] | None = None,
 ) -> None:
     """Save a checkpoint at ``steps`` with its resume state: the logs' lengths, the returns not yet in returns100
-    (``pending``), the run clock's reading and what the kind of run keeps of its own (``kind_state``)."""
+    (``pending``), the run clock's reading, what the kind of run keeps of its own (``kind_state``) and what
+    ``write_more`` writes into the folder (the run state: :mod:`rlzoo.training.exact_resume`)."""
     state = log_state(run, list(pending), clock.elapsed() if clock is not None else None)
     if kind_state:
         state["kind"] = kind_state
-    run.save_checkpoint(steps, models, normalizer, state)
+    run.save_checkpoint(steps, models, normalizer, state, write_more)
+
+
+# Writes a checkpoint's run state into its folder (rlzoo.training.exact_resume.RunStateWriter).
+RunStateWriter = Callable[[Path, BaseAlgorithm], None]
 
 
 class Checkpoint(BaseCallback):
@@ -141,12 +149,17 @@ class Checkpoint(BaseCallback):
     more when the run's :class:`~rlzoo.training.requeue.RequeueSignal` was received (Slurm's warning), before handing
     the signal on.
 
+    SB3's on- and off-policy algorithms are checkpointed where a fresh ``learn()`` goes on from: at the start of the
+    first rollout at or past the interval (or at the end of training), with the run state (``run_state``); other
+    algorithms at the first step past it, without.
+
     :param run: the run directory.
     :param every_steps: checkpoint interval in agent steps.
     :param normalizer: the training env's observation normaliser, if any.
     :param returns100: the run's returns100 writer, whose unwritten episodes go into the resume state.
     :param clock: the run's clock, whose reading goes into the resume state.
     :param requeue: the run's SIGUSR2 catcher (None: only the interval).
+    :param run_state: writes the run state into the checkpoint folder.
     """
 
     def __init__(
@@ -157,9 +170,11 @@ class Checkpoint(BaseCallback):
         returns100: Returns100 | None = None,
         clock: RunClock | None = None,
         requeue: RequeueSignal | None = None,
+        run_state: RunStateWriter | None = None,
     ) -> None:
         super().__init__()
-        self.run = run
+        self.run, self.run_state = run, run_state
+        self._rollouts = False
         self.clock = clock
         self.every_steps = every_steps
         self.normalizer = normalizer
@@ -168,6 +183,7 @@ class Checkpoint(BaseCallback):
         self._next = every_steps
 
     def _on_training_start(self) -> None:
+        self._rollouts = isinstance(self.model, OnPolicyAlgorithm | OffPolicyAlgorithm)
         self._aim()
 
     def _aim(self) -> None:
@@ -175,6 +191,20 @@ class Checkpoint(BaseCallback):
         self._next = (self.num_timesteps // self.every_steps + 1) * self.every_steps
 
     def _on_step(self) -> bool:
+        if not self._rollouts:
+            self._checkpoint_when_due()
+        return True
+
+    def _on_rollout_start(self) -> None:
+        if self._rollouts:
+            self._checkpoint_when_due()
+
+    def _on_training_end(self) -> None:
+        if self._rollouts and self.num_timesteps >= self._next:
+            self._save()
+            self._aim()
+
+    def _checkpoint_when_due(self) -> None:
         signalled = self.requeue is not None and self.requeue.received
         if self.num_timesteps >= self._next or signalled:
             self._save()
@@ -182,8 +212,9 @@ class Checkpoint(BaseCallback):
         if signalled:
             assert self.requeue is not None
             self.requeue.hand_on()  # the previous handler (or the default action) takes over
-        return True
 
     def _save(self) -> None:
         pending = self.returns100.pending if self.returns100 is not None else []
-        save_checkpoint(self.run, self.num_timesteps, self.model, self.normalizer, pending, self.clock)
+        writer = self.run_state
+        more = (lambda folder: writer(folder, self.model)) if writer is not None and self._rollouts else None
+        save_checkpoint(self.run, self.num_timesteps, self.model, self.normalizer, pending, self.clock, None, more)

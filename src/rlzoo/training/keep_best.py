@@ -78,7 +78,9 @@ class KeepBest(BaseCallback):
         self._stream: TextIO | None = None
 
     def _on_training_start(self) -> None:
-        self.best_return = max(self.best_return, previous_best(self.evaluations))
+        best, steps = previous_best_row(self.evaluations)
+        if best > self.best_return:  # a resumed run: the best of its evaluations before the checkpoint
+            self.best_return, self.best_steps = best, steps
         new = not self.evaluations.is_file() or self.evaluations.stat().st_size == 0
         self.evaluations.parent.mkdir(parents=True, exist_ok=True)
         self._stream = self.evaluations.open("a")
@@ -131,10 +133,19 @@ class KeepBest(BaseCallback):
 
 def previous_best(evaluations: Path) -> float:
     """The best mean return in an evaluations CSV (-inf when there is none)."""
+    return previous_best_row(evaluations)[0]
+
+
+def previous_best_row(evaluations: Path) -> tuple[float, int | None]:
+    """The best mean return in an evaluations CSV and the steps of its first evaluation (-inf, None: none)."""
     if not evaluations.is_file():
-        return -np.inf
+        return -np.inf, None
     rows = [line.split(",") for line in evaluations.read_text().splitlines()[1:] if line.count(",") == 5]
-    return max((float(row[1]) for row in rows), default=-np.inf)
+    best, steps = -np.inf, None
+    for row in rows:
+        if float(row[1]) > best:
+            best, steps = float(row[1]), int(float(row[0]))
+    return best, steps
 
 
 def require_best_model(run: RunDir) -> Path:

@@ -3,8 +3,9 @@
 A checkpoint folder holds the model (with its step counter), the normalisation statistics and ``state.json``: how
 many lines each log file had at that moment and the training-episode returns not yet written to ``returns100.csv``.
 Resuming truncates the logs to those lengths (episodes finished after the checkpoint are trained again, so they are
-not counted twice), then appends. Off-policy replay buffers are not saved (SB3 pickles them and they can be large):
-an off-policy run resumes with an empty buffer and goes on updating.
+not counted twice), then appends. The checkpoint's run state (generators, envs, SB3's runtime state) and replay
+chunks are restored by :mod:`rlzoo.training.exact_resume`; a checkpoint whose chunks are not all there is passed over
+for the one before it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, RunDirFinished, load_obs_norm
+from rlzoo.training.buffer_chunks import chunks_problem
 from rlzoo.training.safe_load import check_targets, restore_weights
 from rlzoo.untrusted import check_links, inside
 
@@ -31,7 +33,8 @@ LOG = logging.getLogger("rlzoo")
 # Keys that may differ between a run and its resumption: where it is, how chatty, how long a test episode may be and
 # on how many envs the test episodes run.
 NOT_COMPARED = (
-    "run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs", "trusted"
+    "run_dir", "resume", "verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs", "trusted",
+    "checkpoint_buffer",
 )  # fmt: skip
 # Keys a run dir written before they existed lacks: not compared when the saved config has none.
 ADDED_KEYS = ("total_episodes", "max_train_seconds", "max_test_steps", "test_steps", "test_envs", "env.observation")
@@ -91,12 +94,13 @@ def _differences(saved: DictConfig, current: DictConfig) -> list[str]:
     return [f"{k}: saved {a.get(k, '<absent>')!r}, now {b.get(k, '<absent>')!r}" for k in keys if a.get(k) != b.get(k)]
 
 
-def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
+def find_resume_point(run: RunDir, cfg: DictConfig, warn: bool = True) -> ResumePoint | None:
     """Check that ``cfg`` may train in ``run``; return where to continue from, or None for a fresh start.
 
     A fresh dir, or one with only a config identical to ``cfg`` (a run stopped before its first checkpoint), starts
     afresh. An unfinished run with the same config continues from its newest checkpoint (or, when training had ended,
     from its final model). A finished run, or a run with another config, is refused: rlzoo never overwrites a run.
+    A checkpoint whose replay chunks are not all there is passed over (:func:`newest_complete`; ``warn``: say so).
     """
     if run.is_finished():
         same = run.config.is_file() and not _differences(run.read_config(), cfg)
@@ -121,12 +125,32 @@ def find_resume_point(run: RunDir, cfg: DictConfig) -> ResumePoint | None:
     checkpoints = run.checkpoints()
     if not checkpoints:
         return None
-    newest = checkpoints[-1]
+    newest = newest_complete(run, checkpoints, bool(cfg.get("checkpoint_buffer", True)), warn)
     state = _read_state(run, newest / CHECKPOINT_STATE)
     return ResumePoint(
         newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
         float(state.get("elapsed_seconds", 0.0)), dict(state.get("kind", {})),
     )  # fmt: skip
+
+
+def newest_complete(run: RunDir, checkpoints: list[Path], keep_buffer: bool, warn: bool = True) -> Path:
+    """The newest checkpoint whose replay buffer can be rebuilt (every chunk there, of its recorded size), saying in
+    one line which it passed over; none: one line naming the file (never a half-restored buffer)."""
+    if not keep_buffer:
+        return checkpoints[-1]
+    problems: list[str] = []
+    for folder in reversed(checkpoints):
+        problem = chunks_problem(run.path, folder)
+        if problem is None:
+            if problems and warn:
+                LOG.warning(f"checkpoint {checkpoints[-1].name} of {run.path} is incomplete ({problems[0]}): the run "
+                            f"resumes from checkpoint {folder.name}, the newest complete one")  # fmt: skip
+            return folder
+        problems.append(problem)
+    raise ConfigError(
+        f"run_dir {run.path}: no checkpoint can rebuild the replay buffer (checkpoint {checkpoints[-1].name}: "
+        f"{problems[0]}); checkpoint_buffer=false resumes with an empty buffer"
+    )
 
 
 def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
@@ -179,7 +203,7 @@ def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> 
 def check_still_planned(run: RunDir, point: ResumePoint | None, config: DictConfig) -> None:
     """Under the run dir's lock, before the first write: the dir must still be as it was planned (another process
     may have trained in it between planning and the lock)."""
-    if find_resume_point(run, config) != point:
+    if find_resume_point(run, config, warn=False) != point:
         raise ConfigError(
             f"run_dir {run.path} changed while this run was being planned (another process wrote to it); "
             "run the command again to continue from what it holds now"
@@ -233,7 +257,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
     saved.run_dir = str(run_dir)
     saved.resume = None
     saved.trusted = bool(composed.get("trusted"))  # the caller's word, never the run's
-    for key in ("verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs"):
+    for key in ("verbose", "progress_bar", "max_test_steps", "test_steps", "test_envs", "checkpoint_buffer"):
         if any(o.split("=", 1)[0] == key for o in overrides):
             saved[key] = composed[key]
     return saved

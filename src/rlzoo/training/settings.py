@@ -31,6 +31,7 @@ class RunSettings:
     vec_env: Literal["dummy", "subproc", "batched"] = "dummy"
     normalize: bool = True
     checkpoint_freq: int = field(default=25_000, metadata=at_least(0))
+    checkpoint_buffer: bool = True
     eval_freq: int = field(default=0, metadata=at_least(0))
     eval_episodes: int = field(default=5, metadata=at_least(1))
     test_checkpoint: Literal["final", "best"] = "final"

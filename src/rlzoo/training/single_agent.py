@@ -19,12 +19,14 @@ from rlzoo.training.budget import RunClock, episodes_logged, learn, show_progres
 from rlzoo.training.build import RunBuilder, test_cut_warning
 from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.episodes import Progress, play_episodes, summarize
+from rlzoo.training.exact_resume import RunStateWriter, finish_restore, restore_run_state
 from rlzoo.training.faults import building
 from rlzoo.training.keep_best import KeepBest, load_best
 from rlzoo.training.kind import Resources
 from rlzoo.training.monitor import PerEnvMonitor
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan
+from rlzoo.training.run_state import Snapshot
 
 LOG = logging.getLogger("rlzoo")
 EVAL_SEED_OFFSET = 20_000  # keep-best evaluation episodes are neither training nor test episodes
@@ -49,7 +51,12 @@ def build_single_agent(
     env: VecEnv = normalizer or monitor
     with building(f"the {plan.factory.name} model"):
         model = build.model(env, normalizer)
-    return SingleAgentLearning(build, context, monitor, normalizer, model, extra_callbacks)
+    point, restored = plan.resume_point, None
+    if point is not None and point.timesteps >= 0:  # the envs, the model's runtime state, the replay buffer
+        restored = restore_run_state(point.folder, plan.run.path, model, plan.settings.checkpoint_buffer)
+    learning = SingleAgentLearning(build, context, monitor, normalizer, model, extra_callbacks)
+    learning.restored = restored
+    return learning
 
 
 class SingleAgentLearning:
@@ -67,6 +74,7 @@ class SingleAgentLearning:
         self.build, self.plan, self.context = build, build.plan, context
         self.monitor, self.normalizer, self.model = monitor, normalizer, model
         self.extra_callbacks = extra_callbacks
+        self.restored: Snapshot | None = None  # a resumed run's run state, whose generators are set last
 
     @property
     def models(self) -> Mapping[str, BaseAlgorithm]:
@@ -89,7 +97,8 @@ class SingleAgentLearning:
         callbacks: list[Any] = [returns100]
         if settings.checkpoint_freq:
             every, requeue = settings.checkpoint_freq, self.context.requeue
-            callbacks.append(Checkpoint(plan.run, every, self.normalizer, returns100, clock, requeue))
+            writer = RunStateWriter(plan.run, settings.checkpoint_buffer, self.restored)
+            callbacks.append(Checkpoint(plan.run, every, self.normalizer, returns100, clock, requeue, writer))
         if plan.logging.visdom is not None:  # logger=visdom: live plots
             callbacks.append(LivePlot(plan.logging.visdom, plan.run.path))
         keep = _keep_best(plan, self.normalizer) if settings.eval_freq else None
@@ -98,6 +107,7 @@ class SingleAgentLearning:
         done = episodes_logged(plan.run.monitor_files()) if point is not None and settings.total_episodes else 0
         try:
             collect_from_here()
+            finish_restore(self.restored, self.model)  # the generators last: nothing draws from them before learn()
             learn(self.model, settings, callbacks, resumed=point is not None, clock=clock, episodes_done=done)
         finally:
             if keep is not None:
