@@ -77,6 +77,9 @@ def test_two_shards_merged_give_the_table_of_one_run(shards: dict[str, Path], tm
     assert sum(p.stat().st_size for p in record.rglob("*") if p.is_file()) < 40_000
     assert not list(record.rglob("*.zip")) and not list(record.rglob("*.pt"))
     assert (store / "encoders" / read_record(record).info["encoder"]["folder"] / "encoder.pt").is_file()
+    # no machine path: the encoder's folder, wherever the resolved config repeats it, is the store's name
+    config = (record / "config.yaml").read_text()
+    assert str(shards["a"]) not in config and "checkpoint: encoders/srl_splits" in config
 
 
 def test_a_record_folder_reads_as_its_run_dirs(shards: dict[str, Path], tmp_path: Path) -> None:

@@ -233,8 +233,9 @@ def make_record(run: RunDir, encoder_hashes: dict[Path, str]) -> Record:
     name = record_name(str(config.srl_model.name), int(config.seed))
     values["run_dir"] = name
     encoder = _encoder_of(config, encoder_hashes)
-    if encoder is not None:
-        values["srl_model"]["checkpoint"] = f"{ENCODERS}/{encoder['folder']}"
+    if encoder is not None:  # the encoder's machine path, wherever the config repeats it, becomes its store name
+        folder = _encoder_folder(config)
+        values = _renamed(values, str(folder), f"{ENCODERS}/{encoder['folder']}")
     metrics = run.read_metrics()
     provenance = json.loads(run.provenance.read_text()) if run.provenance.is_file() else {}
     info = {
@@ -270,12 +271,30 @@ def _json(values: dict[str, Any]) -> bytes:
     return (json.dumps(values, indent=1, sort_keys=True) + "\n").encode()
 
 
-def _encoder_of(config: DictConfig, hashes: dict[Path, str]) -> dict[str, str] | None:
+def _renamed(value: Any, path: str, name: str) -> Any:
+    """``value`` (a config's plain values) with every string that is ``path`` or lies under it starting with
+    ``name`` instead."""
+    if isinstance(value, dict):
+        return {key: _renamed(item, path, name) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item, path, name) for item in value]
+    if isinstance(value, str) and (value == path or value.startswith(path + "/")):
+        return name + value[len(path) :]
+    return value
+
+
+def _encoder_folder(config: DictConfig) -> Path | None:
     checkpoint = OmegaConf.select(config, "srl_model.checkpoint")
     if not checkpoint:
         return None
     folder = Path(str(checkpoint))
-    folder = folder if folder.is_dir() else folder.parent
+    return folder if folder.is_dir() else folder.parent
+
+
+def _encoder_of(config: DictConfig, hashes: dict[Path, str]) -> dict[str, str] | None:
+    folder = _encoder_folder(config)
+    if folder is None:
+        return None
     if folder not in hashes:
         hashes[folder] = encoder_content_hash(folder)
     return {"folder": folder.name, "content_hash": hashes[folder]}
