@@ -16,7 +16,9 @@ from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir, load_obs_norm
 from rlzoo.train import main, train
 
-RUN = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], "normalize=true", "total_timesteps=128", "checkpoint_freq=64",
+# Three rollouts of 64 steps: checkpoints are taken at rollout starts, and the tuned pair's learning rate falls to 0 for
+# the last update, so checkpoint 64 (after one update) and the final model (after two that learn) differ.
+RUN = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], "normalize=true", "total_timesteps=192", "checkpoint_freq=64",
        "test_episodes=1", "verbose=0", "logger.formats=[csv]"]  # fmt: skip
 
 
@@ -100,7 +102,7 @@ def test_a_run_dir_without_a_model_is_one_line(
     (empty / "config.yaml").write_text(source.config.read_text())  # a run that never saved a model
     with pytest.raises(ConfigError, match=r"has no final model.zip .*available: none"):
         train(compose([*RUN, f"init_from={empty}"], run_dir=tmp_path / "tuned"))
-    with pytest.raises(ConfigError, match=r":999 not found in run .*; available: final, 64, 128"):
+    with pytest.raises(ConfigError, match=r":999 not found in run .*; available: final, 64, 128, 192"):
         train(compose([*RUN, f"init_from={source.path}:999"], run_dir=tmp_path / "tuned"))
     argv = ["rlzoo.train", *RUN, f"init_from={tmp_path / 'nowhere'}", f"hydra.run.dir={tmp_path / 'cli'}"]
     monkeypatch.setattr(sys, "argv", argv)
