@@ -106,14 +106,18 @@ def record_shard(name: str, seeds: str, commit: str, pipeline_dir: Path, log_dir
     from rlzoo.results.records import merge_into_store
 
     added = merge_into_store([pipeline_dir / "runs"], STORE)
-    cpu, wall = time_figures((log_dir / "time.txt").read_text())
+    report = log_dir / "time.txt"
+    try:
+        cpu, wall = time_figures(report.read_text())
+    except (OSError, AttributeError):  # /usr/bin/time itself was stopped: no report
+        cpu, wall = float("nan"), float("nan")
     path = STORE / "shards.csv"
     new = not path.is_file()
     with path.open("a", newline="") as stream:
         writer = csv.writer(stream)
         if new:
             writer.writerow(FIELDS)
-        writer.writerow([name, seeds.replace(",", " "), commit[:12], len(added), f"{cpu:.0f}", f"{wall:.0f}",
+        writer.writerow([name, seeds.replace(",", " "), commit[:12], len(added), f"{cpu:.0f}" if cpu == cpu else "", f"{wall:.0f}" if wall == wall else "",
                          f"{sum(load) / max(len(load), 1):.1f}", f"{max(load, default=0):.1f}",
                          "yes" if finished else "no (stopped)"])  # fmt: skip
 
