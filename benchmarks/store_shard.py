@@ -100,6 +100,10 @@ def stop_group(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+def _figure(seconds: float) -> str:
+    return f"{seconds:.0f}" if seconds == seconds else ""  # NaN: not measured
+
+
 def record_shard(name: str, seeds: str, commit: str, pipeline_dir: Path, log_dir: Path, load: list[float],
                  finished: bool) -> None:  # fmt: skip
     """Merge the shard's finished runs into the store and append its row to ``shards.csv``."""
@@ -117,7 +121,7 @@ def record_shard(name: str, seeds: str, commit: str, pipeline_dir: Path, log_dir
         writer = csv.writer(stream)
         if new:
             writer.writerow(FIELDS)
-        writer.writerow([name, seeds.replace(",", " "), commit[:12], len(added), f"{cpu:.0f}" if cpu == cpu else "", f"{wall:.0f}" if wall == wall else "",
+        writer.writerow([name, seeds.replace(",", " "), commit[:12], len(added), _figure(cpu), _figure(wall),
                          f"{sum(load) / max(len(load), 1):.1f}", f"{max(load, default=0):.1f}",
                          "yes" if finished else "no (stopped)"])  # fmt: skip
 
