@@ -5,13 +5,16 @@
    gained since the previous checkpoint: ``checkpoint_freq`` of them, 25,000 by default; and the first chunk of a run
    whose buffer is already full, every row) against SB3's ``save_replay_buffer`` (the whole buffer pickled at every
    checkpoint), and the seconds to rebuild the buffer from its chunks against ``load_replay_buffer``.
-2. The training overhead at ``checkpoint_freq``: ``algo=sac env=MobileRobot`` trained ``--steps`` steps with
-   checkpoints every ``--every`` steps and without, CPU seconds of this process (what moves least with other
-   processes' load); the overhead per checkpoint, projected to the default interval as a ratio (the target: at most
-   1.05x).
+2. The training overhead at the default ``checkpoint_freq`` (25,000): the design card's headline (``algo=sac
+   env=MobileRobot``, its default 100,000 steps) trained with checkpoints (4 of them: 25k, 50k, 75k and the end) and
+   without (``checkpoint_freq=0``), alternating with / without / without / with ... for ``--repeats`` rounds in this
+   process: wall and CPU seconds of each run, the ratio of the medians (the target: at most 1.05x wall), and, within
+   each run with checkpoints, the wall seconds spent writing them, so that ``wall / (wall - checkpoint seconds)`` is
+   a ratio measured inside one run (what other processes' load moves least).
 
-    python benchmarks/checkpoint_buffer.py                 # ~2 min on 2 cores
-    python benchmarks/checkpoint_buffer.py --steps 2000    # smoke run
+    python benchmarks/checkpoint_buffer.py                          # ~40 min on 2 cores (6 runs of ~6 min)
+    python benchmarks/checkpoint_buffer.py --steps 0                # buffer figures only (~1 min)
+    python benchmarks/checkpoint_buffer.py --steps 3000 --every 1000 --repeats 1   # smoke run
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +37,7 @@ from rlzoo.envs.mobile_robot import MobileRobotEnv
 from rlzoo.provenance import cpu_seconds
 from rlzoo.train import train
 from rlzoo.training.buffer_chunks import BufferChunks, restore_buffer
+from rlzoo.training.callbacks import Checkpoint
 
 DEFAULT_EVERY = 25_000
 
@@ -85,40 +90,83 @@ def _holder(buffer: ReplayBuffer) -> SAC:
     return holder
 
 
-def training_cpu(steps: int, every: int, folder: Path) -> float:
+class CheckpointTimer:
+    """Adds up the wall seconds spent in :meth:`rlzoo.training.callbacks.Checkpoint._save` (model, normaliser, run
+    state and buffer chunk of every checkpoint)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.count = 0
+
+    def __enter__(self) -> CheckpointTimer:
+        self.original = Checkpoint._save
+        timer = self
+
+        def timed_save(callback: Checkpoint) -> None:
+            start = time.perf_counter()
+            timer.original(callback)
+            timer.seconds += time.perf_counter() - start
+            timer.count += 1
+
+        Checkpoint._save = timed_save  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Checkpoint._save = self.original  # type: ignore[method-assign]
+
+
+def training_run(steps: int, every: int, folder: Path) -> dict[str, float]:
+    """One ``algo=sac env=MobileRobot`` run of ``steps`` steps, checkpointed every ``every`` steps (0: never)."""
     overrides = ["algo=sac", "env=MobileRobot", f"total_timesteps={steps}", f"checkpoint_freq={every}",
-                 "test_episodes=0", "verbose=0", "logger.formats=[csv]", "hardware.torch_threads=1"]  # fmt: skip
-    start = cpu_seconds()
-    train(compose_config(overrides, run_dir=folder))
-    return cpu_seconds() - start
+                 "test_episodes=0", "verbose=0", "progress_bar=false", "hardware.torch_threads=1"]  # fmt: skip
+    cfg = compose_config(overrides, run_dir=folder)
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    with CheckpointTimer() as timer:
+        train(cfg)
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    return {"wall": wall, "cpu": cpu, "checkpoint_seconds": timer.seconds, "checkpoints": timer.count}
+
+
+def training_overhead(steps: int, every: int, repeats: int, folder: Path) -> dict[str, float]:
+    """Runs with and without checkpoints, alternating (with, without, without, with, ...) after a warm-up run:
+    medians and ratios."""
+    runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    training_run(min(steps, 1000), 0, folder / "warm-up")  # imports, torch's first calls: paid by no measured run
+    for round_ in range(repeats):
+        for checkpoints in (True, False) if round_ % 2 == 0 else (False, True):
+            run = training_run(steps, every if checkpoints else 0, folder / f"{round_}-{checkpoints}")
+            runs[checkpoints].append(run)
+            print(f"round {round_}, checkpoints {'on' if checkpoints else 'off'}: {json.dumps(run)}", flush=True)
+    with_, without = runs[True], runs[False]
+    median = statistics.median
+    wall_with, wall_without = median(r["wall"] for r in with_), median(r["wall"] for r in without)
+    in_run = [run["wall"] / (run["wall"] - run["checkpoint_seconds"]) for run in with_]
+    return {"train_wall_with": wall_with, "train_wall_without": wall_without,
+            "train_cpu_with": median(r["cpu"] for r in with_), "train_cpu_without": median(r["cpu"] for r in without),
+            "checkpoints_per_run": with_[0]["checkpoints"],
+            "seconds_per_checkpoint": median(r["checkpoint_seconds"] / max(r["checkpoints"], 1) for r in with_),
+            "wall_ratio_with_over_without": wall_with / wall_without,
+            "cpu_ratio_with_over_without": median(r["cpu"] for r in with_) / median(r["cpu"] for r in without),
+            "wall_ratio_within_run": median(in_run)}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000, help="buffer transitions")
-    parser.add_argument("--steps", type=int, default=5000, help="training steps of the overhead runs (0: none)")
-    parser.add_argument("--every", type=int, default=1000, help="checkpoint interval of the overhead run")
+    parser.add_argument("--steps", type=int, default=100_000, help="training steps of the overhead runs (0: none)")
+    parser.add_argument("--every", type=int, default=DEFAULT_EVERY, help="checkpoint interval of the overhead runs")
+    parser.add_argument("--repeats", type=int, default=3, help="runs with and runs without checkpoints")
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         figures = buffer_costs(args.size, DEFAULT_EVERY, Path(tmp))
         figures["sb3_over_chunk_seconds"] = figures["sb3_save_seconds"] / figures["chunk_seconds"]
         figures["sb3_over_chunk_mb"] = figures["sb3_mb"] / figures["chunk_mb"]
+        print(f"load average before training: {os.getloadavg()}", flush=True)
         if args.steps:
-            without = training_cpu(args.steps, 0, Path(tmp) / "without")
-            with_checkpoints = training_cpu(args.steps, args.every, Path(tmp) / "with")
-    if args.steps:
-        figures |= overhead(without, with_checkpoints, args.steps, args.every)
+            figures |= training_overhead(args.steps, args.every, args.repeats, Path(tmp))
     print(json.dumps({k: round(v, 4) for k, v in figures.items()}, indent=1))
     print(f"load average: {os.getloadavg()}")
-
-
-def overhead(without: float, with_checkpoints: float, steps: int, every: int) -> dict[str, float]:
-    """CPU seconds with and without checkpoints, per checkpoint, and the ratio projected to the default interval."""
-    per_checkpoint = (with_checkpoints - without) / (steps // every)
-    ratio = 1 + max(per_checkpoint, 0.0) / (without / steps * DEFAULT_EVERY)
-    return {"train_cpu_seconds_without": without, "train_cpu_seconds_with": with_checkpoints,
-            "seconds_per_training_checkpoint": per_checkpoint, "ratio_at_default_checkpoint_freq": ratio}  # fmt: skip
 
 
 if __name__ == "__main__":
