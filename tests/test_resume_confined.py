@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_exact_resume import RUNS, stop_after
-
 from rlzoo.rundir import RunDir
+from test_exact_resume import RUNS, stop_after
 
 # What libraries write outside any run: torch's compile cache folder (made at import) and W&B's service logs.
 LIBRARY_FILES = ("tmp/torchinductor_", "home/.cache/wandb/logs/")
