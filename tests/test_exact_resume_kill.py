@@ -20,6 +20,7 @@ from test_exact_resume import QUIET, TINY_NET, episodes, figures, weights_hash
 OVERRIDES = ["algo=sac", "env=MobileRobot", "algo.buffer_size=500", "algo.learning_starts=100", "algo.batch_size=32",
              TINY_NET, "total_timesteps=2000", "checkpoint_freq=400", *QUIET]  # fmt: skip
 WAIT_S = 120
+TRAIN_ON_S = 0.3  # the kill strikes while the run trains on past the checkpoint (SAC: about 400 steps a second)
 
 
 def _command(run: RunDir, hydra_dir: Path) -> list[str]:
@@ -27,8 +28,8 @@ def _command(run: RunDir, hydra_dir: Path) -> list[str]:
 
 
 def _kill_after_first_checkpoint(run: RunDir, hydra_dir: Path, log: Path) -> int:
-    """Start the run, SIGKILL it as soon as its first checkpoint is on disk; return its newest complete checkpoint
-    then (the process may have gone on past it)."""
+    """Start the run, SIGKILL it :data:`TRAIN_ON_S` after its first checkpoint is on disk; return its newest complete
+    checkpoint then."""
     with log.open("wb") as out:
         process = subprocess.Popen(_command(run, hydra_dir), stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -37,6 +38,7 @@ def _kill_after_first_checkpoint(run: RunDir, hydra_dir: Path, log: Path) -> int
             time.sleep(0.02)
         assert process.poll() is None, f"the run ended (rc {process.returncode}) first:\n{log.read_text()[-3000:]}"
         assert run.checkpoints(), f"no checkpoint within {WAIT_S} s:\n{log.read_text()[-3000:]}"
+        time.sleep(TRAIN_ON_S)
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
     finally:
