@@ -17,6 +17,7 @@ from conftest import Compose
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import REPLAY, RunDir
 from rlzoo.train import train
+from srl_helpers import RANDOM_TARGET, make_dataset, make_encoder
 
 QUIET = ["verbose=0", "logger.formats=[csv]", "test_episodes=3", "hardware.torch_threads=1", "seed=3"]
 TINY_NET = "+algo.policy_kwargs.net_arch=[16]"
@@ -81,7 +82,11 @@ def stop_after(source: Path, target: Path, steps: int) -> RunDir:
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(name: str, compose: Compose, tmp_path: Path) -> None:
-    overrides = [*RUNS[name], *QUIET]
+    check_resumes_exactly([*RUNS[name], *QUIET], compose, tmp_path)
+
+
+def check_resumes_exactly(overrides: list[str], compose: Compose, tmp_path: Path) -> None:
+    """Train ``overrides`` uninterrupted, stop a copy after its second-last checkpoint, resume it, compare."""
     whole = RunDir(tmp_path / "whole")
     train(compose(overrides, run_dir=whole.path))
     steps = [int(folder.name) for folder in whole.checkpoints()]
@@ -95,6 +100,18 @@ def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(name: str, compose:
     if (whole.path / "obs_norm.npz").is_file():
         with np.load(whole.path / "obs_norm.npz") as a, np.load(stopped.path / "obs_norm.npz") as b:
             assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_a_run_on_a_learned_encoder_resumes_exactly(compose: Compose, tmp_path: Path) -> None:
+    """SAC on a tiny autoencoder's states of 16 x 16 renders of MobileRobot, two stacked (the encoder's vec wrapper,
+    the pixels rendered from the restored env state, the frame stack, the encoded states in the replay buffer)."""
+    encoder = tmp_path / "encoder"
+    make_encoder(encoder, make_dataset(tmp_path / "data"), "autoencoder")
+    learned = [*RANDOM_TARGET, "srl_model=autoencoder", f"srl_model.checkpoint={encoder}", "srl_model.height=16",
+               "srl_model.width=16", "+env.frame_stack=2", "algo=sac", "algo.buffer_size=300",
+               "algo.learning_starts=100", "algo.batch_size=32", TINY_NET, "total_timesteps=600",
+               "checkpoint_freq=200"]  # fmt: skip
+    check_resumes_exactly([*learned, *QUIET], compose, tmp_path)
 
 
 def test_a_checkpoint_holds_no_pickle(compose: Compose, tmp_path: Path) -> None:

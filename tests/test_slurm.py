@@ -23,8 +23,10 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.config import CONFIG_DIR
+from rlzoo.config import CONFIG_DIR, compose_config
 from rlzoo.rundir import RunDir
+from rlzoo.train import train
+from test_exact_resume import episodes, figures, weights_hash
 from test_wandb_resume import history_steps
 
 TINY_SWEEP = [
@@ -252,6 +254,26 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
     assert [f.name for f in files] == [f"run-{wandb_id}.wandb"] * 2, files  # the requeued job reports the same id
     steps = [step for f in files for step in history_steps(f)]
     assert steps == sorted(steps) and len(set(steps)) == len(steps), steps  # one W&B curve, continued
+
+
+def test_a_requeued_job_ends_where_the_uninterrupted_run_ends(
+    slurm_cluster: None, sweep_dir: Path, tmp_path: Path
+) -> None:
+    """PPO on MobileRobot (8 batched envs) signalled after its first checkpoint, requeued and resumed, ends with the
+    weights, metrics (times aside), returns100.csv and monitored episodes of the same run trained here without a
+    stop (``hardware=cpu``: one torch thread on the CPU, as a ``slurm_cpu`` job of one CPU)."""
+    total = 12_000
+    overrides = ["algo=ppo", "env=MobileRobot", "algo.n_steps=32", "algo.batch_size=64", "algo.n_epochs=2",
+                 "+algo.policy_kwargs.net_arch=[16]", "test_episodes=3", "logger.formats=[csv]", "verbose=0",
+                 "seed=3"]  # fmt: skip
+    requeued = _signal_and_requeue(sweep_dir, tmp_path, total, overrides)
+    assert requeued.resumes()[0] < total  # resumed in the middle of learning, not from the final model
+    whole = RunDir(tmp_path / "whole")
+    train(compose_config([*overrides, f"total_timesteps={total}", "checkpoint_freq=2000"], run_dir=whole.path))
+    assert weights_hash(requeued.model) == weights_hash(whole.model)
+    assert figures(requeued) == figures(whole)
+    assert episodes(requeued) == episodes(whole)
+    assert requeued.returns100.read_text() == whole.returns100.read_text()
 
 
 def test_signalled_multiagent_job_is_requeued_and_resumes_every_learner(
