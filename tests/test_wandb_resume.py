@@ -19,7 +19,7 @@ from wandb.cli.beta_sync import _find_wandb_files
 from conftest import Compose
 from rlzoo.errors import Refused
 from rlzoo.loggers.outputs import WandbWriter
-from rlzoo.loggers.wandb_state import WandbState
+from rlzoo.loggers.wandb_state import WandbState, set_aside
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from test_exact_resume import stop_after
@@ -173,11 +173,50 @@ def test_online_writer_drops_steps_wandb_has(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["garbage\n", '{"time": 1.0, "values": {"a": "x"}}\n', '{"time": true, "values": {}}\n', "[1, 2]\n", "\xff\n"],
+    ["garbage\n", '{"time": 1.0, "values": {"a": "x"}}\n', '{"time": true, "values": {}}\n', "[1, 2]\n", "\udcff\n"],
 )
-def test_a_foreign_wandb_history_is_refused_in_one_line(text: str, compose: Compose, tmp_path: Path) -> None:
-    run = RunDir(tmp_path / "run")
-    run.path.mkdir()
-    run.wandb_history.write_text(text, errors="surrogateescape")
-    with pytest.raises(Refused, match=r"wandb_history.jsonl line 1 is not a W&B point"):
+def test_a_foreign_wandb_history_is_refused_in_one_line(text: str, tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.wandb_history.write_bytes(text.encode(errors="surrogateescape"))
+    with pytest.raises(Refused, match=r"wandb_history.jsonl line 1 is not a W&B point as rlzoo writes them") as error:
         WandbState.of(run).points()
+    assert "\n" not in str(error.value)
+
+
+def test_a_line_cut_short_by_a_kill_is_no_point_and_is_cut_off(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.wandb_history.write_text('{"time": 5.0, "values": {"global_step": 128}}\n{"time": 6.0, "val')
+    state = WandbState.of(run)
+    assert state.points() == [(5.0, {"global_step": 128})]
+    recorded = Recorded()
+    state.continue_offline(recorded)
+    WandbWriter(recorded, state).write({"a": 1.5}, {}, 256)
+    state.close()
+    assert recorded.logged == [{"global_step": 128, "_timestamp": 5.0}, {"a": 1.5, "global_step": 256}]
+    assert [values for _, values in state.points()] == [{"global_step": 128}, {"a": 1.5, "global_step": 256}]
+
+
+def test_superseded_must_be_a_folder_of_the_run(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    (run.path / "wandb" / "offline-run-1-abc").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (run.path / "wandb" / "superseded").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(Refused, match=r"superseded is not a folder"):
+        set_aside(run)
+    assert (run.path / "wandb" / "offline-run-1-abc").is_dir() and not any((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_resumed_run_with_a_foreign_wandb_history_is_refused_before_wandb_moves(
+    compose: Compose, tmp_path: Path
+) -> None:
+    short = [*RUN, "total_timesteps=512", "checkpoint_freq=256"]
+    whole = RunDir(tmp_path / "whole")
+    train(compose(short, run_dir=whole.path))
+    stopped = stop_after(whole.path, tmp_path / "stopped", 256)
+    with stopped.wandb_history.open("a") as stream:
+        stream.write('{"time": 1.0, "values": {"global_step": "__import__"}}\n')
+    before = sorted((stopped.path / "wandb").iterdir())
+    with pytest.raises(Refused, match=r"wandb_history.jsonl line 5 is not a W&B point") as error:
+        train(compose(short, run_dir=stopped.path))
+    assert "\n" not in str(error.value)
+    assert sorted((stopped.path / "wandb").iterdir()) == before and not stopped.resumes()
