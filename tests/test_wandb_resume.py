@@ -133,6 +133,7 @@ def test_a_sigkilled_run_resumed_syncs_the_uninterrupted_history(
     run = RunDir(tmp_path / "run")
     command = [sys.executable, "-m", "rlzoo.train", *RUN, f"run_dir={run.path}", f"hydra.run.dir={tmp_path / 'h'}"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "WANDB_SILENT": "true"}
+    env.pop("WANDB_SERVICE", None)  # set again by the uninterrupted run: the killed run's id would stay "in use" there
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not _logged_past_checkpoint(run) and time.monotonic() < deadline and process.poll() is None:
