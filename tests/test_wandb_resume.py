@@ -221,3 +221,27 @@ def test_a_resumed_run_with_a_foreign_wandb_history_is_refused_before_wandb_move
         train(compose(short, run_dir=stopped.path))
     assert "\n" not in str(error.value)
     assert sorted((stopped.path / "wandb").iterdir()) == before and not stopped.resumes()
+
+
+def test_a_resumed_multiagent_run_syncs_one_history_for_every_learner(compose: Compose, tmp_path: Path) -> None:
+    """Every learner logs into the one W&B run (``<learner>/`` keys): the points before the checkpoint are the
+    uninterrupted run's, and the resumed ones follow them (multi-agent runs do not resume exactly)."""
+    pytest.importorskip("pettingzoo", reason="the [multiagent] extra: pip install -e '.[multiagent]'")
+    overrides = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "multiagent=independent", "algo=dqn",
+                 "algo.learning_starts=20", "algo.buffer_size=500", "algo.batch_size=16", "total_timesteps=300",
+                 "+algo.policy_kwargs.net_arch=[16]", "checkpoint_freq=100", "test_episodes=2", "verbose=0",
+                 "logger=wandb", "logger.wandb.name=ttt", "logger.formats=[csv]",
+                 "hardware.torch_threads=1"]  # fmt: skip
+    whole = RunDir(tmp_path / "whole")
+    train(compose(overrides, run_dir=whole.path))
+    _, expected = synced(whole)
+    stopped = stop_after(whole.path, tmp_path / "stopped", 200)
+    (stopped.path / "models.json").unlink()  # the learners' final models not yet recorded
+    kept = json.loads((stopped.checkpoint(200) / "state.json").read_text())["log_lines"][stopped.wandb_history.name]
+    train(compose(overrides, run_dir=stopped.path))
+    assert stopped.resumes() == [200]
+    ids, points = synced(stopped)
+    assert ids == {json.loads(stopped.wandb_state.read_text())["id"]}
+    assert [point["_step"] for point in points] == list(range(len(points)))
+    assert 0 < kept < len(points) and untimed(points[:kept]) == untimed(expected[:kept])
+    assert {key.split("/")[0] for point in points for key in point if "/" in key} >= {"player_1", "player_2"}
