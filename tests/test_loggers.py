@@ -26,6 +26,11 @@ def read_wandb_records(path: Path) -> list[wandb_internal_pb2.Record]:
     W&B's service may still be writing the file: reading stops at the first chunk that is cut short or whose
     crc32 (over its type byte and payload) does not match, so callers that wait re-read the complete records later.
     """
+    return [record for record, _ in wandb_records_with_ends(path)]
+
+
+def wandb_records_with_ends(path: Path) -> list[tuple[wandb_internal_pb2.Record, int]]:
+    """The records of a ``.wandb`` file (:func:`read_wandb_records`), each with the file offset where it ends."""
     data = path.read_bytes()[7:]
     records, pending, offset = [], b"", 0
     while offset + HEADER <= len(data):
@@ -44,7 +49,7 @@ def read_wandb_records(path: Path) -> list[wandb_internal_pb2.Record]:
         if kind in (1, 4):
             record = wandb_internal_pb2.Record()
             record.ParseFromString(pending)
-            records.append(record)
+            records.append((record, offset + 7))
     return records
 
 

@@ -27,7 +27,7 @@ from rlzoo.config import CONFIG_DIR, compose_config
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from test_exact_resume import episodes, figures, weights_hash
-from test_wandb_resume import history_steps
+from test_wandb_resume import synced
 
 TINY_SWEEP = [
     "algo=ppo",
@@ -249,11 +249,12 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
     assert frames[-1] > run.resumes()[0], frames  # episodes after the resume joined the curve
     config = run.read_config()
     assert config.seed == 0 and config.total_timesteps == total
-    wandb_id = json.loads(run.wandb_state.read_text())["id"]
-    files = sorted((run.path / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert [f.name for f in files] == [f"run-{wandb_id}.wandb"] * 2, files  # the requeued job reports the same id
-    steps = [step for f in files for step in history_steps(f)]
+    ids, points = synced(run)  # what `wandb sync <run dir>/wandb` sends
+    assert ids == {json.loads(run.wandb_state.read_text())["id"]}  # the requeued job continues the same W&B run
+    assert [point["_step"] for point in points] == list(range(len(points)))
+    steps = [point["global_step"] for point in points]
     assert steps == sorted(steps) and len(set(steps)) == len(steps), steps  # one W&B curve, continued
+    assert len(list((run.path / "wandb" / "superseded").glob("offline-run-*"))) == 1  # the signalled job's, kept
 
 
 def test_a_requeued_job_ends_where_the_uninterrupted_run_ends(

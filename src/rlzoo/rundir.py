@@ -92,6 +92,7 @@ AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
 AGENT_TEST_RETURNS = "test_returns_agents.csv"
 LOCK = ".lock"
 WANDB_STATE = "wandb.json"  # the W&B run id and the last step W&B has (loggers/wandb_state.py)
+WANDB_HISTORY = "wandb_history.jsonl"  # every point logged to an offline W&B run, replayed on resume (the same)
 
 
 class RunDirInUse(ConfigError):
@@ -227,6 +228,10 @@ class RunDir:
         return self.path / WANDB_STATE
 
     @property
+    def wandb_history(self) -> Path:
+        return self.path / WANDB_HISTORY
+
+    @property
     def tensorboard_dir(self) -> Path:
         return self.path / "tb"
 
@@ -272,10 +277,12 @@ class RunDir:
 
     def log_files(self) -> list[Path]:
         """Every log a run appends to while it trains (what a resume cuts back): monitor files, returns100 (a
-        multi-agent run's per agent too), progress.csv (per learner too) and evaluations.csv."""
+        multi-agent run's per agent too), progress.csv (per learner too), evaluations.csv and the copy of the points
+        logged to W&B offline."""
         learners = sorted((self.path / LEARNERS).glob(f"*/{PROGRESS}"))
         agents = list(self.agent_returns100_files().values())
-        return [*self.monitor_files(), self.returns100, *agents, self.progress, *learners, self.evaluations]
+        logs = [*self.monitor_files(), self.returns100, *agents, self.progress, *learners, self.evaluations]
+        return [*logs, self.wandb_history]
 
     def save_final(self, models: Mapping[str, BaseAlgorithm], state: dict[str, Any]) -> None:
         """Save a multi-agent run's final learners (beside the logs already in ``models/<name>/``), then ``state``

@@ -80,7 +80,8 @@ def inside(root: Path, path: str | Path, what: str) -> Path:
 
 
 # W&B's own folder in a run dir: its ``debug.log`` links are absolute, pointing where the run was made (outside a
-# copied run dir); rlzoo neither reads nor writes in it, and W&B replaces its links rather than writing through them.
+# copied run dir); rlzoo reads nothing in it and only moves earlier processes' folders into ``wandb/superseded/`` (a
+# rename moves a link, never follows it), and W&B replaces its links rather than writing through them.
 OWN_LINKS = "wandb"
 
 

@@ -8,13 +8,14 @@ import shutil
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
 
 from rlzoo.errors import ConfigError
-from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost, service_errors
+from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost, service_errors, set_aside
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 
@@ -45,29 +46,32 @@ class WandbSettings:
 class WandbWriter(KVWriter):
     """Mirror every SB3 metric (``rollout/``, ``train/``, ``time/`` ...) into a W&B run.
 
-    :param state: the run dir's W&B record: points at steps W&B had before this process started are dropped (a
-        resumed run re-trains from its checkpoint), and each written step is recorded.
+    :param state: the run dir's W&B record: each point is kept in its copy (offline) and its step recorded; online,
+        points at steps W&B had before this process started are dropped (a resumed run re-trains from its checkpoint).
     :param prefix: put before every key (a multi-agent run's learner name).
     """
 
     def __init__(self, run: Any, state: WandbState | None = None, prefix: str = "") -> None:
         self.run, self.prefix = run, prefix
         self.state = state
-        self.floor = state.step if state is not None else -1
+        self.floor = state.floor if state is not None else -1
         self.gone = False
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
-        numbers = {
-            self.prefix + key: value
-            for key, value in key_values.items()
-            if isinstance(value, int | float) and "wandb" not in key_excluded.get(key, ())
-        }
         if step <= self.floor:
             return
+        point = {
+            self.prefix + key: int(value) if isinstance(value, Integral) else float(value)
+            for key, value in key_values.items()
+            if isinstance(value, Real) and "wandb" not in key_excluded.get(key, ())
+        }  # NumPy's scalars too (PPO's approx_kl is a float32), as Python numbers
+        point["global_step"] = step
+        if self.state is not None:
+            self.state.record(point)  # kept even when W&B's service is gone: a resumed run logs it
         if self.gone:
             return
         try:
-            self.run.log({**numbers, "global_step": step})
+            self.run.log(point)
         except service_errors() as error:  # W&B's service killed by the job's signal: the run goes on
             self.gone = True
             lost(error)
@@ -105,18 +109,25 @@ def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:
 
 def start_wandb(settings: WandbSettings, run: RunDir, config: dict[str, Any]) -> Any:
     """Start a W&B run writing under the run dir; offline unless ``mode=online``. A run dir keeps its W&B run id
-    (:class:`~rlzoo.loggers.wandb_state.WandbState`): a resumed run continues the same W&B run.
+    (:class:`~rlzoo.loggers.wandb_state.WandbState`): a resumed run continues the same W&B run; offline, the earlier
+    processes' folders are set aside first (:func:`~rlzoo.loggers.wandb_state.set_aside`), their points logged again
+    once the logs are cut back (:meth:`~rlzoo.loggers.wandb_state.WandbState.continue_offline`).
 
     :raise ConfigError: ``wandb.init`` failed (a server that answers but refuses the run, a TLS error ...): one line,
-        and the ``wandb/`` folder it began is removed.
+        and the ``wandb/`` folder it began is removed. :class:`~rlzoo.errors.Refused`: the run dir's copy of the W&B
+        points is not rlzoo's.
     """
     import wandb
 
     folder = run.path / "wandb"
     existed = folder.exists()
+    state = WandbState.of(run, offline=settings.mode == "offline")
+    if state.offline:
+        state.points()  # checked before anything moves
+        set_aside(run)
     try:
         return wandb.init(
-            **init_kwargs(WandbState.of(run)),
+            **init_kwargs(state),
             project=settings.project,
             entity=settings.entity,
             group=settings.group,

@@ -78,7 +78,11 @@ class RunContext:
         open_run_dir(plan.run, plan.resume_point, plan.config)
         self._cleanup.enter_context(run_writes(plan.run))  # a full disk ...: one line, naming what survived
         learning.open_logs()
-        state = WandbState.of(plan.run) if wandb_run is not None else None  # one W&B record for every learner
+        state = None
+        if plan.logging.wandb is not None and wandb_run is not None:  # one W&B record for every learner
+            state = WandbState.of(plan.run, offline=plan.logging.wandb.mode == "offline")
+            state.continue_offline(wandb_run)  # the points before the resume point again, in this process's folder
+            self._cleanup.callback(state.close)
         models = learning.models
         for name, model in models.items():
             folder = RunDir(plan.run.learner_dir(name)) if name else plan.run
