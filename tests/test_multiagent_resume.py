@@ -21,11 +21,20 @@ from rlzoo.rundir import REPLAY, RunDir  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 from test_exact_resume import figures, weights_hash  # noqa: E402
 
-TICTACTOE = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", "algo=dqn", "algo.learning_starts=20",
-             "algo.buffer_size=120", "algo.batch_size=16", "algo.target_update_interval=50",
-             "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=600", "checkpoint_freq=200", "test_episodes=5",
-             "verbose=0", "logger.formats=[csv]", "hardware.torch_threads=1", "seed=5"]  # fmt: skip
-LAYOUTS = ("independent", "fixed_opponent", "shared")
+BUDGET = ["total_timesteps=600", "checkpoint_freq=200", "test_episodes=5", "verbose=0", "logger.formats=[csv]",
+          "hardware.torch_threads=1", "seed=5"]  # fmt: skip
+TINY_DQN = ["algo=dqn", "algo.learning_starts=20", "algo.buffer_size=120", "algo.batch_size=16",
+            "algo.target_update_interval=50", "+algo.policy_kwargs.net_arch=[16]"]  # fmt: skip
+TICTACTOE = ["env=pettingzoo", "env.id=pettingzoo.classic.tictactoe_v3", *TINY_DQN, *BUDGET]
+LEAVING = ["env=pettingzoo", "env.id=multiagent_tiny", *BUDGET]  # agents that leave at different times, no masks
+RUNS = {
+    **{layout: [*TICTACTOE, f"multiagent={layout}"] for layout in ("independent", "fixed_opponent", "shared")},
+    # unmasked: DQN's random actions and the random opponent's come from the action spaces' generators
+    "leaving_dqn_fixed_opponent": [*LEAVING, *TINY_DQN, "multiagent=fixed_opponent"],
+    # on-policy: a rollout in progress at the checkpoint
+    "leaving_ppo": [*LEAVING, "algo=ppo", "algo.n_steps=48", "algo.batch_size=16", "algo.n_epochs=2",
+                    "+algo.policy_kwargs.net_arch=[16]", "multiagent=independent"],
+}  # fmt: skip
 
 
 def _learners(run: RunDir) -> list[str]:
@@ -53,30 +62,31 @@ def stop_after(source: Path, target: Path, steps: int) -> RunDir:
 
 @pytest.fixture(scope="module")
 def whole_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunDir]:
-    """An uninterrupted run of each layout (checkpoints at the first game end at or past 200 and 400, and at 600)."""
+    """Every run of :data:`RUNS`, uninterrupted (checkpoints at the first game end at or past 200 and 400, and at
+    600)."""
     from rlzoo.config import compose_config
 
     folder = tmp_path_factory.mktemp("whole")
     runs = {}
-    for layout in LAYOUTS:
-        runs[layout] = RunDir(folder / layout)
-        train(compose_config([*TICTACTOE, f"multiagent={layout}"], run_dir=runs[layout].path))
+    for name, overrides in RUNS.items():
+        runs[name] = RunDir(folder / name)
+        train(compose_config(overrides, run_dir=runs[name].path))
     return runs
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(RUNS))
 def test_a_resumed_multiagent_run_ends_where_the_uninterrupted_run_ends(
-    layout: str, whole_runs: dict[str, RunDir], compose: Compose, tmp_path: Path
+    name: str, whole_runs: dict[str, RunDir], compose: Compose, tmp_path: Path
 ) -> None:
-    whole = whole_runs[layout]
+    whole = whole_runs[name]
     steps = [int(folder.name) for folder in whole.checkpoints()]
     assert len(steps) == 3 and steps[-1] == 600 and 200 <= steps[0] < 209 and 400 <= steps[1] < 409
     stopped = stop_after(whole.path, tmp_path / "stopped", steps[1])
-    train(compose([*TICTACTOE, f"multiagent={layout}"], run_dir=stopped.path))
+    train(compose(RUNS[name], run_dir=stopped.path))
     assert stopped.resumes() == [steps[1]]
     assert _learners(stopped) == _learners(whole)
-    for name in _learners(whole):
-        assert weights_hash(stopped.learner_model(name)) == weights_hash(whole.learner_model(name)), name
+    for learner in _learners(whole):
+        assert weights_hash(stopped.learner_model(learner)) == weights_hash(whole.learner_model(learner)), learner
     assert figures(stopped) == figures(whole)
     assert _curves(stopped) == _curves(whole)
 
@@ -103,7 +113,7 @@ def test_a_truncated_chunk_resumes_a_multiagent_run_from_the_checkpoint_before(
     chunk = stopped.path / REPLAY / "player_2" / listed[-1]["file"]  # named by player_2's own steps
     chunk.write_bytes(chunk.read_bytes()[:-100])  # a kill while the chunk was written
     with caplog.at_level("WARNING", logger="rlzoo"):
-        train(compose([*TICTACTOE, "multiagent=independent"], run_dir=stopped.path))
+        train(compose(RUNS["independent"], run_dir=stopped.path))
     assert stopped.resumes() == [first]
     warnings = [r.getMessage() for r in caplog.records if "is incomplete" in r.getMessage()]
     assert len(warnings) == 1 and str(chunk) in warnings[0]
@@ -121,4 +131,4 @@ def test_a_multiagent_run_without_any_complete_checkpoint_is_refused_in_one_line
         chunk.unlink()
     refusal = r"no checkpoint can rebuild the replay buffer .*player_1/\d+\.npz is missing"
     with pytest.raises(ConfigError, match=refusal):
-        train(compose([*TICTACTOE, "multiagent=independent"], run_dir=stopped.path))
+        train(compose(RUNS["independent"], run_dir=stopped.path))
