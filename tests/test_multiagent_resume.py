@@ -132,3 +132,28 @@ def test_a_multiagent_run_without_any_complete_checkpoint_is_refused_in_one_line
     refusal = r"no checkpoint can rebuild the replay buffer .*player_1/\d+\.npz is missing"
     with pytest.raises(ConfigError, match=refusal):
         train(compose(RUNS["independent"], run_dir=stopped.path))
+
+
+def test_a_run_stopped_after_its_last_checkpoint_tests_as_the_uninterrupted_run(
+    whole_runs: dict[str, RunDir], compose: Compose, tmp_path: Path
+) -> None:
+    """The checkpoint at the end of training falls within a game: nothing is played after it, and the test episodes
+    (against the random opponent, whose generator goes on) are the uninterrupted run's."""
+    whole = whole_runs["fixed_opponent"]
+    stopped = stop_after(whole.path, tmp_path / "stopped", 600)
+    train(compose(RUNS["fixed_opponent"], run_dir=stopped.path))
+    assert stopped.resumes() == [600]
+    assert figures(stopped) == figures(whole) and _curves(stopped) == _curves(whole)
+    tests = "test_returns_agents.csv"
+    assert (stopped.path / tests).read_text() == (whole.path / tests).read_text()
+
+
+def test_without_checkpoint_buffer_a_multiagent_run_resumes_with_empty_buffers(
+    whole_runs: dict[str, RunDir], compose: Compose, tmp_path: Path
+) -> None:
+    whole = whole_runs["independent"]
+    second = int(whole.checkpoints()[1].name)
+    stopped = stop_after(whole.path, tmp_path / "stopped", second)
+    train(compose([*RUNS["independent"], "checkpoint_buffer=false"], run_dir=stopped.path))
+    assert stopped.resumes() == [second]
+    assert weights_hash(stopped.learner_model("player_1")) != weights_hash(whole.learner_model("player_1"))
