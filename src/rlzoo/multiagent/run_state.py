@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
@@ -34,6 +35,7 @@ from rlzoo.agents import sb3_private as sb3
 from rlzoo.agents.state import State
 from rlzoo.agents.training_agent import TrainingAgent
 from rlzoo.errors import Refused
+from rlzoo.multiagent.agents import TrainingMultiagent
 from rlzoo.rundir import REPLAY, RunDir
 from rlzoo.training.buffer_chunks import BUFFERS, BufferChunks, restore_buffer, saveable
 from rlzoo.training.run_state import (
@@ -135,8 +137,8 @@ class MultiagentStateWriter:
         self.saved: dict[str, Any] = dict(self.manifests)  # each key's last chunk list
         self._warned = False
 
-    def __call__(self, folder: Path, team: Any, env: Any) -> None:
-        """Save ``team``'s (a :class:`~rlzoo.multiagent.agents.TrainingMultiagent`) state and ``env``'s spaces."""
+    def __call__(self, folder: Path, team: TrainingMultiagent, env: Any) -> None:
+        """Save ``team``'s state and the generators of ``env``'s (an AEC env's) action spaces."""
         snapshot = Snapshot()
         capture_generators(snapshot)
         buffers: dict[str, Any] = {}
@@ -173,7 +175,9 @@ class MultiagentStateWriter:
 
 
 # --- restore ---------------------------------------------------------------------------------------------------------
-def restore_team(folder: Path, run_path: Path, team: Any, env: Any, keep_buffer: bool) -> Snapshot | None:
+def restore_team(
+    folder: Path, run_path: Path, team: TrainingMultiagent, env: Any, keep_buffer: bool
+) -> Snapshot | None:
     """Put a checkpoint's run state into the freshly built ``team`` (its learners' weights already loaded) and
     ``env``; return the snapshot, whose generators and logger values :func:`finish_restore` sets once learning is about
     to start (None: a checkpoint without run state, resumed with empty buffers and new generators)."""
@@ -186,8 +190,9 @@ def restore_team(folder: Path, run_path: Path, team: Any, env: Any, keep_buffer:
     for key, agent in team.learners.agents.items():
         _restore_agent(_part(snapshot, f"agent/{key}/"), agent, key)
         manifest = found.get(key) if isinstance(found, dict) and keep_buffer else None
-        if isinstance(manifest, dict) and agent.model.replay_buffer is not None:
-            restore_buffer(agent.model.replay_buffer, run_path, manifest, key)
+        buffer = getattr(agent.model, "replay_buffer", None)
+        if isinstance(manifest, dict) and isinstance(buffer, ReplayBuffer):  # checked when the point was found
+            restore_buffer(buffer, run_path, manifest, key)
     if team.opponent is not None:
         _restore_opponent(snapshot, team.opponent)
     left = snapshot.get("rotation/left")
@@ -248,7 +253,7 @@ def _restore_opponent(snapshot: Snapshot, opponent: Any) -> None:
         space._np_random = set_generator(snapshot.get(f"opponent/space/{key}"), space._np_random, f"space {key}")
 
 
-def finish_restore(snapshot: Snapshot | None, team: Any) -> None:
+def finish_restore(snapshot: Snapshot | None, team: TrainingMultiagent) -> None:
     """Once learning is about to start: ``learn()``'s setup of every learner that had begun (its counters and last
     observation kept), SB3's unwritten logger values, and the generators last (nothing draws from them before the
     first game)."""
