@@ -39,7 +39,7 @@ from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
 from rlzoo.playback.loading import load_run
-from rlzoo.rundir import MODEL, RUN_STATE_ARRAYS, RunDir
+from rlzoo.rundir import LEARNERS_STATE, MODEL, REPLAY, RUN_STATE, RUN_STATE_ARRAYS, RunDir
 from rlzoo.train import train
 
 PPO = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN, "test_episodes=0"]
@@ -209,7 +209,34 @@ def _plant_pickled_run_state(run: Path, marker: Path) -> None:
         np.savez(stream, **{"random/torch": np.array([_Opens(marker)], dtype=object)})
 
 
+def _multiagent_manifest(run: Path) -> tuple[Path, dict[str, Any]]:
+    """The newest checkpoint's run state of a multi-agent run as a kill leaves it (no final models, no metrics)."""
+    for name in ("metrics.json", LEARNERS_STATE):
+        (run / name).unlink()
+    state = RunDir(run).checkpoints()[-1] / RUN_STATE
+    return state, json.loads(state.read_text())
+
+
+def _plant_pickled_agent_chunk(run: Path, marker: Path) -> None:
+    """A learning key's replay chunk (``replay/<key>/``) that is a pickle, of the size its checkpoint records."""
+    state, values = _multiagent_manifest(run)
+    key, found = next(iter(values["buffers"].items()))
+    chunk = run / REPLAY / key / found["chunks"][-1]["file"]
+    with chunk.open("wb") as stream:
+        np.savez(stream, start=np.array([_Opens(marker)], dtype=object))
+    found["chunks"][-1]["bytes"] = chunk.stat().st_size
+    state.write_text(json.dumps(values))
+
+
+def _plant_chunk_folder_outside(run: Path, marker: Path) -> None:
+    """A chunk list whose agent key (the folder of its chunks under ``replay/``) climbs out of the run dir."""
+    state, values = _multiagent_manifest(run)
+    values["buffers"] = {"../../outside": next(iter(values["buffers"].values()))}
+    state.write_text(json.dumps(values))
+
+
 RESUME = frozenset({"resume"})
+MULTIAGENT_RESUME = frozenset({"multiagent_resume"})
 OUTSIDE = r"(leads outside the run dir|is a symlink to \S+, outside)"
 
 
@@ -232,6 +259,10 @@ def attacks() -> list[Attack]:
     cases.append(Attack("symlink-encoder", _plant_encoder_link, OUTSIDE, live=False))  # checked untrusted only
     pickled = r"the run state cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
     cases.append(Attack("pickled-run-state", _plant_pickled_run_state, pickled, RESUME, live=False))  # never unpickled
+    chunk = r"replay chunk \S+ cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
+    cases.append(Attack("pickled-agent-chunk", _plant_pickled_agent_chunk, chunk, MULTIAGENT_RESUME, live=False))
+    outside = r"buffers must map agent keys \(letters, digits, _ \. -\) to replay chunk lists"
+    cases.append(Attack("chunk-folder-outside", _plant_chunk_folder_outside, outside, MULTIAGENT_RESUME, live=False))
     return cases
 
 
@@ -287,6 +318,7 @@ LOADS: dict[str, LoadPath] = {
     "init_from": _init_from,
     "pipeline": _pipeline,
     "multiagent": _multiagent,
+    "multiagent_resume": _resume,  # a multi-agent run's checkpoint: its per-key replay chunks
 }
 TAKE_ALLOW = ("load_run", "load_agent", "enjoy", "multiagent")  # allow=: the module named, still never shipped
 WHERE = {"report": "sweep", "pipeline": "pipe/runs"}  # where a path finds runs (else: shared/)
@@ -320,7 +352,7 @@ def planted(
 ) -> tuple[Path, Path]:
     """A copy of the base run holding ``attack``'s payload where ``path`` finds runs, the working directory the
     folder above it (as for ``python -m`` run there, which puts that folder first on sys.path); (copy, marker)."""
-    base = bases["multiagent" if path == "multiagent" else "ppo"]
+    base = bases["multiagent" if path.startswith("multiagent") else "ppo"]
     run = world / WHERE.get(path, "shared") / "run"
     shutil.copytree(base, run)
     (world / "victim.txt").write_text("kept\n")
@@ -338,7 +370,8 @@ PIPELINE_CASES = ("node-value", "decode-list_item", "escaped-partial", "module-e
 CASES = [
     (attack, path)
     for attack, path in itertools.product(ATTACKS, LOADS)
-    if (ATTACKS[attack].reads is None or path in ATTACKS[attack].reads)
+    # a multi-agent resume reads the config as resume= does: it takes only the cases of its own files
+    if ((ATTACKS[attack].reads is None and path != "multiagent_resume") or path in (ATTACKS[attack].reads or ()))
     and not (path == "multiagent" and ATTACKS[attack].leads_to is not None)  # path cases: the single-agent layout
     and (path != "pipeline" or attack in PIPELINE_CASES)
 ]
@@ -348,7 +381,7 @@ CASES = [
 def test_untrusted_load_refuses_in_one_line_and_changes_nothing(
     attack: str, path: str, bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if path == "multiagent" and path not in bases:
+    if path.startswith("multiagent") and "multiagent" not in bases:
         pytest.skip("needs the [multiagent] extra")
     case = ATTACKS[attack]
     run, marker = planted(case, path, bases, tmp_path, monkeypatch)

@@ -19,7 +19,7 @@ layer   name                modules
 8       results, playback   results (reading many runs), playback (loading one trained run, plots, videos)
 9       agents              agents: the agent API (state, presets, load_agent, run_experiment), the single-agent kind
 10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
-                            multi-agent kind of run
+                            multi-agent kind of run and its checkpoints' run state
 11      tune, reporting     tune (Optuna studies), reporting (figures, report page)
 12      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline,
                             records

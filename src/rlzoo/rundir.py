@@ -8,6 +8,7 @@ A run directory holds::
     checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume) + run_state.json
                            and run_state.npz (generators, envs, SB3's runtime state, the replay chunk list); atomic
     replay/<steps>.npz     the rows an off-policy run's replay buffer gained up to checkpoint <steps> (plain arrays)
+    replay/<key>/<steps>.npz  a multi-agent run's: each learning key's rows, up to <steps> of that key's own
     monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor; ``.monitor.csv.gz`` in a result record)
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events

@@ -4,13 +4,16 @@ skeleton :func:`rlzoo.training.run.run`.
 The learners act in the AEC loop (each learning key's training agent learns as its algorithm's ``learn()`` would);
 one model per learner is saved; the test episodes play with learning off. ``total_timesteps`` counts the actions of
 all agents (the fixed opponent's too); each learning key's schedules (exploration, learning rate) run over its share,
-``total_timesteps / number of agents``. A checkpoint holds every learner's model, each key's step count and the seat
-rotation's episode, so a killed or requeued run (Slurm's warning: :mod:`rlzoo.training.requeue`) resumes where it was
-(with empty replay buffers, as single-agent runs do).
+``total_timesteps / number of agents``. A checkpoint, taken at the end of the first game at or past each
+``checkpoint_freq`` actions (and at the end of training), holds every learner's model, each key's step count, the seat
+rotation's episode and the run state (:mod:`rlzoo.multiagent.run_state`: generators, SB3's runtime state, replay
+buffers), so that a killed or requeued run (Slurm's warning: :mod:`rlzoo.training.requeue`, acted on at the end of
+the game) ends where the uninterrupted run ends.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,17 +29,19 @@ from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
 from rlzoo.multiagent.playback import replay_multiagent
+from rlzoo.multiagent.run_state import MultiagentStateWriter, finish_restore, restore_team
 from rlzoo.rundir import FINAL, LEARNERS, MODEL, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
 from rlzoo.training.episodes import return_statistics
 from rlzoo.training.kind import Replayed, ReplayRequest, Resources
+from rlzoo.training.run_state import Snapshot
 from rlzoo.training.safe_load import restore_weights
 
 HONOURED = frozenset(
     {"run_dir", "seed", "total_timesteps", "total_episodes", "max_train_seconds", "checkpoint_freq", "test_episodes",
-     "deterministic_test", "verbose", "resume", "trusted"}
+     "deterministic_test", "verbose", "resume", "trusted", "checkpoint_buffer"}
 )  # fmt: skip
 ONE_ENV = "they step one PettingZoo env"
 NO_KEEP_BEST = "they have no keep-best evaluation"
@@ -61,7 +66,6 @@ class MultiAgent:
         "test_steps": "the PettingZoo env ends its own episodes",
         "progress_bar": "the AEC loop shows no progress bar",
         "init_from": "they cannot start from another run's models",
-        "checkpoint_buffer": "their checkpoints hold no replay buffers",
     }
 
     def plan(self, cfg: DictConfig, overrides: Sequence[str]) -> MultiagentPlan:
@@ -98,9 +102,13 @@ class MultiAgent:
         env = plan.spec.make()
         context.on_exit(env.close)
         team = build_team(plan)
-        if plan.resume_point is not None:
+        restored = None
+        point = plan.resume_point
+        if point is not None:
             _restore(team, plan)
-        return MultiagentLearning(plan, env, team, context)
+            if point.timesteps >= 0:  # a checkpoint (not the final models)
+                restored = restore_team(point.folder, plan.run.path, team, env, plan.settings.checkpoint_buffer)
+        return MultiagentLearning(plan, env, team, context, restored)
 
 
 def build_team(plan: MultiagentPlan) -> TrainingMultiagent:
@@ -133,8 +141,11 @@ def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
 class MultiagentLearning:
     """The team learning in the AEC loop (:class:`rlzoo.training.kind.Learning`)."""
 
-    def __init__(self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent, context: Resources) -> None:
-        self.plan, self.env, self.team, self.context = plan, env, team, context
+    def __init__(
+        self, plan: MultiagentPlan, env: Any, team: TrainingMultiagent, context: Resources, restored: Snapshot | None
+    ) -> None:
+        self.plan, self.env, self.team, self.context, self.restored = plan, env, team, context, restored
+        self.writer = MultiagentStateWriter(plan.run, plan.settings.checkpoint_buffer, restored)
         point = plan.resume_point
         self.steps = point.timesteps if point is not None else 0
         self.episodes = int(point.kind_state.get("episodes", 0)) if point is not None else 0
@@ -170,8 +181,8 @@ class MultiagentLearning:
             cut_event_files(folder, None if point is None else steps)
 
     def learn(self, clock: RunClock) -> dict[str, float]:
-        """Play training episodes until the budget (steps, episodes, seconds) is spent, checkpointing every
-        ``checkpoint_freq`` actions."""
+        """Play training episodes until the budget (steps, episodes, seconds) is spent, checkpointing at the end of
+        the first game at or past each ``checkpoint_freq`` actions (game ``i`` of the run is seeded ``seed + i``)."""
         settings = self.plan.settings
         if self.steps < 0:  # training had ended before the run stopped: its final models are loaded
             self.steps = int(self.plan.resume_point.kind_state.get("timesteps", 0)) if self.plan.resume_point else 0
@@ -182,25 +193,30 @@ class MultiagentLearning:
             settings.total_episodes - self.episodes if settings.total_episodes else None,
             stop=(lambda: clock.elapsed() >= seconds) if seconds is not None else None,
         )
-        start = self.steps
+        start, every, requeue = self.steps, settings.checkpoint_freq, self.context.requeue
+        due = (start // every + 1) * every if every else 0  # the next checkpoint, in actions
         self.team.learners.share_loggers()
         collect_from_here()
+        finish_restore(self.restored, self.team)
 
         def on_episode(episode: MultiagentEpisode, steps: int) -> None:
+            nonlocal due
             self.episodes += 1
             self.curves[""].add(episode.total, start + steps)
             for key in self.plan.agents:
                 self.curves[key].add(episode.returns.get(key, 0.0), start + steps)
-
-        def on_step(steps: int) -> None:
-            self.steps = start + steps
-            every, requeue = settings.checkpoint_freq, self.context.requeue
-            if every and (self.steps % every == 0 or requeue.received):
+            if every and (self.steps >= due or requeue.received):  # a game boundary: the env holds no state
                 self._checkpoint(clock)
+                due = (self.steps // every + 1) * every
             if requeue.received:  # Slurm's warning: checkpointed; the previous handler requeues the job
                 requeue.hand_on()
 
-        play(self.env, self.team, budget, self.plan.seed, on_episode, on_step)
+        def on_step(steps: int) -> None:
+            self.steps = start + steps
+
+        play(self.env, self.team, budget, settings.seed + self.episodes, on_episode, on_step)
+        if every and (self.steps >= due or requeue.received):  # the end of training (learning_ended hands it on)
+            self._checkpoint(clock)
         for curve in self.curves.values():
             curve.close(self.steps)
         return {}
@@ -211,7 +227,8 @@ class MultiagentLearning:
         state = {"key_steps": key_steps, "episodes": self.episodes, "pending": pending}
         if self.team.rotation is not None:
             state["seat_episode"] = self.team.rotation.episode
-        save_checkpoint(self.plan.run, self.steps, self.models, None, pending[""], clock, state)
+        write = functools.partial(self.writer, team=self.team, env=self.env)
+        save_checkpoint(self.plan.run, self.steps, self.models, None, pending[""], clock, state, write)
 
     def save(self) -> None:
         self.plan.run.save_final(self.models, {"timesteps": self.steps})

@@ -94,6 +94,8 @@ def masked_sample(model: BaseAlgorithm, observation: np.ndarray, mask: np.ndarra
 class MaskedReplayBuffer(ReplayBuffer):
     """SB3's replay buffer that also keeps the legal actions of each transition's next state (one env)."""
 
+    extra_rows = ("next_masks",)  # per-row arrays beyond SB3's, kept in a checkpoint's replay chunks
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         n_actions = int(getattr(self.action_space, "n", 1))

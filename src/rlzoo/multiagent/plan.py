@@ -53,7 +53,8 @@ class MultiagentPlan:
 
     @property
     def seed(self) -> int:
-        """The seed training starts from (a resumed run plays new episodes)."""
+        """The seed the learners and the opponent are built with (offset in a resumed run, whose generators then come
+        from its checkpoint); game ``i`` of the run is seeded ``settings.seed + i``."""
         return training_seed(self.settings.seed, self.resume_point)
 
     @property

@@ -6,6 +6,10 @@ that rebuild the buffer (oldest first; older ones drop out once newer rows cover
 in bytes, and the buffer's position and fullness. A prioritised buffer's sum tree, largest priority and rows not yet in
 the tree go whole into the checkpoint's run state (priorities of old rows change as they are drawn).
 
+A multi-agent run keeps one chunk set per learning key: ``replay/<key>/<steps>.npz``, listed under ``buffers`` (key →
+chunk list) in the checkpoint's run state. A buffer class with more per-row arrays names them in ``extra_rows`` (the
+multi-agent learners' next-state action masks).
+
 A chunk that is missing or not of its recorded size makes its checkpoint incomplete: the resume takes the checkpoint
 before it (:func:`chunks_problem`); a chunk whose arrays do not fit the buffer is refused in one line, before training.
 """
@@ -26,13 +30,16 @@ from rlzoo.files import atomic_path
 from rlzoo.rundir import REPLAY, RUN_STATE
 
 CHUNK_NAME = re.compile(r"^[0-9]{1,18}\.npz$")
+KEY_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # a multi-agent key, as the name of its chunks' folder
 BUFFER = "buffer"  # the run state's key of the chunk list
+BUFFERS = "buffers"  # a multi-agent run's chunk lists, by agent key
 
 
 def saveable(buffer: Any) -> bool:
     """SB3's replay buffers (and rlzoo's prioritised one): arrays indexed by row, nothing else kept per row."""
     return type(buffer) in (ReplayBuffer, DictReplayBuffer, PrioritizedReplayBuffer) or (
-        isinstance(buffer, ReplayBuffer) and type(buffer).__name__ == "NStepReplayBuffer"
+        isinstance(buffer, ReplayBuffer)
+        and (type(buffer).__name__ == "NStepReplayBuffer" or bool(getattr(type(buffer), "extra_rows", ())))
     )
 
 
@@ -45,6 +52,8 @@ def _fields(buffer: ReplayBuffer) -> dict[str, np.ndarray]:
             fields |= {f"{name}/{key}": array for key, array in value.items()}
         elif isinstance(value, np.ndarray):
             fields[name] = value
+    for name in getattr(type(buffer), "extra_rows", ()):
+        fields[name] = getattr(buffer, name)
     return fields
 
 
@@ -128,17 +137,22 @@ def restore_priorities(buffer: PrioritizedReplayBuffer, get: Any) -> None:
     buffer._added = [int(row) for row in added]
 
 
-def manifest(folder: Path) -> dict[str, Any] | None:
-    """The chunk list a checkpoint folder records (None: it saved no buffer)."""
+def manifests(folder: Path) -> dict[str, dict[str, Any]]:
+    """The chunk lists a checkpoint folder records, by the folder of their chunks under ``replay/`` (``""``: a
+    single-agent run's buffer; an agent key: that key's buffer); empty: it saved no buffer."""
     path = folder / RUN_STATE
     if not path.is_file():
-        return None
+        return {}
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError) as error:
         raise Refused(f"{path} is not JSON: {error}") from None
-    found = state.get(BUFFER) if isinstance(state, dict) else None
-    return _checked(found, path) if found is not None else None
+    state = state if isinstance(state, dict) else {}
+    found = {"": _checked(state[BUFFER], path)} if state.get(BUFFER) is not None else {}
+    by_key = state.get(BUFFERS, {})
+    if not isinstance(by_key, dict) or not all(isinstance(k, str) and KEY_NAME.match(k) for k in by_key):
+        raise Refused(f"{path}: {BUFFERS} must map agent keys (letters, digits, _ . -) to replay chunk lists")
+    return found | {key: _checked(value, path) for key, value in by_key.items()}
 
 
 def _checked(found: Any, path: Path) -> dict[str, Any]:
@@ -157,23 +171,24 @@ def _checked(found: Any, path: Path) -> dict[str, Any]:
 
 def chunks_problem(run_path: Path, folder: Path) -> str | None:
     """Why the buffer of checkpoint ``folder`` cannot be rebuilt (a chunk missing or cut short), or None."""
-    found = manifest(folder)
-    for chunk in found["chunks"] if found else ():
-        path = run_path / REPLAY / chunk["file"]
-        if not path.is_file():
-            return f"its replay chunk {path} is missing"
-        if path.stat().st_size != chunk["bytes"]:
-            return f"its replay chunk {path} holds {path.stat().st_size} bytes, not the {chunk['bytes']} written"
+    for key, found in manifests(folder).items():
+        for chunk in found["chunks"]:
+            path = run_path / REPLAY / key / chunk["file"]
+            if not path.is_file():
+                return f"its replay chunk {path} is missing"
+            if path.stat().st_size != chunk["bytes"]:
+                return f"its replay chunk {path} holds {path.stat().st_size} bytes, not the {chunk['bytes']} written"
     return None
 
 
-def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any]) -> None:
-    """Rebuild ``buffer`` (fresh, of the run's size) from the chunks of ``found``: every row, position, fullness."""
+def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any], key: str = "") -> None:
+    """Rebuild ``buffer`` (fresh, of the run's size) from the chunks of ``found`` (in ``replay/<key>/``): every row,
+    position, fullness."""
     if found["size"] != buffer.buffer_size or not 0 <= found["pos"] < buffer.buffer_size:
         raise Refused(f"replay chunks: a buffer of {found['size']} rows at {found['pos']}, not of {buffer.buffer_size}")
     fields = _fields(buffer)
     for chunk in found["chunks"]:
-        path = run_path / REPLAY / chunk["file"]
+        path = run_path / REPLAY / key / chunk["file"]
         try:
             with np.load(path, allow_pickle=False) as saved:
                 _put_rows(buffer, fields, {key: saved[key] for key in saved.files}, path)
