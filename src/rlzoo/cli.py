@@ -79,7 +79,8 @@ def _record_job_failure(entrypoint: str, error: Exception) -> None:
     """A sweep job's error goes to its run dir's ``error.txt`` (the sweep summary reads it) and one line on stderr."""
     from hydra.core.hydra_config import HydraConfig
 
-    from rlzoo.rundir import error_line, record_failure
+    from rlzoo.errors import error_line
+    from rlzoo.rundir import record_failure
 
     hydra_cfg = HydraConfig.get()
     record_failure(Path(hydra_cfg.runtime.output_dir), error)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +32,36 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` so that ``path`` is either absent/old or complete, never half-written."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+@contextmanager
+def atomic_folder(final: Path) -> Iterator[Path]:
+    """Yield a staging folder beside ``final`` (which may exist); the block fills it, then it replaces ``final``
+    whole, so that ``final`` is either absent/old or complete. An :class:`OSError` (a full disk) names ``final``."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    # mkdtemp makes an owner-only folder: give it the mode of the folder around it (the user's umask)
+    staging.chmod(stat.S_IMODE(final.parent.stat().st_mode))
+    try:
+        yield staging
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staging, final)
+    except OSError as error:
+        error.filename = str(final)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_pid(lock_file: IO[str]) -> None:
+    """Write this process's pid into a held lock file (for the message of a process it refuses); a full disk fails
+    later, at the first real write, in one line."""
+    try:
+        lock_file.truncate(0)
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+    except OSError:
+        pass
 
 
 @contextmanager

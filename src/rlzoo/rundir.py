@@ -31,22 +31,18 @@ A run directory holds::
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import stat
-import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.files import atomic_write_text, locked
+from rlzoo.files import atomic_folder, atomic_write_text, locked, write_pid
 from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
     LEARNERS,
     MODEL,
@@ -333,7 +329,7 @@ class RunDir:
                 "wait for it to end, or choose another run_dir"
             ) from None
         with held:
-            _write_pid(lock_file)
+            write_pid(lock_file)
             try:
                 yield
             finally:
@@ -355,23 +351,12 @@ class RunDir:
         files into the folder before it appears)."""
         final = self.checkpoint(steps)
         self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{steps}.", dir=self.checkpoints_dir))
-        # mkdtemp makes an owner-only folder: give it the mode of the folders around it (the user's umask)
-        staging.chmod(stat.S_IMODE(self.checkpoints_dir.stat().st_mode))
-        try:
+        with atomic_folder(final) as staging:
             save_models(staging, model, normalizer)
             if state is not None:
                 (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
             if write_more is not None:
                 write_more(staging)
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(staging, final)
-        except OSError as error:  # a full disk ...: name the checkpoint, not its staging folder
-            error.filename = str(final)
-            raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return final
 
     def write_test_returns(self, returns: Sequence[float], lengths: Sequence[int], sampled: bool = False) -> None:
@@ -421,26 +406,6 @@ class RunDir:
             for i in range(len(returns[keys[0]]) if keys else 0)
         ]
         atomic_write_text(self.path / AGENT_TEST_RETURNS, "\n".join(rows) + "\n")
-
-
-def error_line(text: str) -> str:
-    """The first line of the error a traceback ends with (``rlzoo.errors.ConfigError: env.id=...``), whole."""
-    lines = text.strip().splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if line.startswith((" ", "\t", "Traceback")):
-            start = i + 1
-    return lines[start] if start < len(lines) else (lines[-1] if lines else "")
-
-
-def _write_pid(lock_file: IO[str]) -> None:
-    """Write this pid into the held lock file (for the message of a process refused the run dir)."""
-    try:  # the pid is for the message only: a full disk fails at the run's first real write, in one line
-        lock_file.truncate(0)
-        lock_file.write(str(os.getpid()))
-        lock_file.flush()
-    except OSError:
-        pass
 
 
 def record_failure(run_dir: Path, error: BaseException) -> None:

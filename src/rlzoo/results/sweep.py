@@ -28,8 +28,9 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.errors import error_line
 from rlzoo.files import atomic_write_text, locked
-from rlzoo.rundir import RunDir, error_line, record_failure
+from rlzoo.rundir import RunDir, record_failure
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
