@@ -8,15 +8,19 @@ import json
 import shutil
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from conftest import Compose
-from rlzoo.errors import ConfigError
+from extras import require_extra
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import REPLAY, RunDir
 from rlzoo.train import train
+from rlzoo.training.run_state import Snapshot, capture_envs
 from srl_helpers import RANDOM_TARGET, make_dataset, make_encoder
 
 QUIET = ["verbose=0", "logger.formats=[csv]", "test_episodes=3", "hardware.torch_threads=1", "seed=3"]
@@ -205,3 +209,53 @@ def test_a_pickled_replay_chunk_is_refused_in_one_line(
     state.write_text(json.dumps(values))
     with pytest.raises(ConfigError, match=r"replay chunk \S+800\.npz cannot be read \(Object arrays cannot be loaded"):
         train(compose(overrides, run_dir=stopped.path))
+
+
+ARM = ["env=KukaButton", "+env.max_steps=60", "env.continuous=true", "algo=sac", "algo.buffer_size=200",
+       "algo.learning_starts=50", "algo.batch_size=16", TINY_NET, "total_timesteps=240",
+       "checkpoint_freq=80"]  # fmt: skip
+
+
+def test_an_arm_run_resumes_exactly(compose: Compose, tmp_path: Path) -> None:
+    """SAC on KukaButton (its physics, end-effector target and counters through rlzoo.envs.kuka_state), 60-step
+    episodes, stopped after the checkpoint at 160 steps, in the middle of an episode."""
+    require_extra("pybullet", "arm")
+    check_resumes_exactly([*ARM, *QUIET], compose, tmp_path)
+    saved = json.loads((tmp_path / "whole" / "checkpoints" / "160" / "run_state.json").read_text())
+    assert saved["envs_saved"] is True
+    for key, value, refusal in ARM_CRAFTED:  # a shared run dir's run state: numbers, checked against the fresh env
+        crafted = stop_after(tmp_path / "whole", tmp_path / f"crafted_{key}", 160)
+        path = crafted.checkpoint(160) / "run_state.npz"
+        with np.load(path, allow_pickle=False) as saved_arrays:
+            arrays = {k: saved_arrays[k] for k in saved_arrays.files}
+        arrays[f"env/0/arm/{key}"] = value(arrays[f"env/0/arm/{key}"])
+        with path.open("wb") as stream:
+            np.savez(stream, **arrays)
+        with pytest.raises(Refused, match=f"^run state of the arm env: {refusal}"):
+            train(compose([*ARM, *QUIET], run_dir=crafted.path))
+
+
+ARM_CRAFTED = [
+    ("bases", lambda a: np.where(np.arange(a.size).reshape(a.shape) == 3, np.nan, a), "bases holds values that are"),
+    ("bodies", lambda a: a + 1, "its bodies are not those"),
+    ("joint_states", lambda a: a[:-1], r"joint_states is not an array shaped \(\d+, 2\)"),
+    ("counters", lambda a: np.array([0, 0, 5, 0]), "negative counters or a goal button"),
+]
+
+
+def test_an_arm_checkpoint_with_bodies_in_contact_leaves_the_envs_to_be_reset() -> None:
+    """The solver starts a contact from the last step's impulses, which PyBullet does not restore: a checkpoint taken
+    with bodies in contact saves no env state (the resumed run resets its envs, saying so)."""
+    pybullet = require_extra("pybullet", "arm")
+    venv = DummyVecEnv([lambda: gym.make("rlzoo/KukaButton-v0")])
+    venv.seed(0)
+    venv.reset()
+    assert capture_envs(Snapshot(), venv)
+    env = venv.envs[0].unwrapped
+    for _ in range(500):
+        venv.step(np.array([4]))  # down, onto the button (about 220 steps)
+        if pybullet.getContactPoints(physicsClientId=env.scene.client):
+            break
+    assert pybullet.getContactPoints(physicsClientId=env.scene.client)
+    assert not capture_envs(Snapshot(), venv)
+    venv.close()

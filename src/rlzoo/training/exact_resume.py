@@ -101,8 +101,9 @@ def restore_run_state(folder: Path, run_path: Path, model: BaseAlgorithm, keep_b
     else:
         restore_model(_without_observations(snapshot), model)  # counters only: the envs start new episodes
         LOG.warning(f"resuming from {folder}: the training envs' state cannot be saved (only rlzoo's MobileRobot "
-                    "family and Gymnasium's classic control resume exactly): they start new episodes, so this run "
-                    "will not end exactly where an uninterrupted one would")  # fmt: skip
+                    "family, Gymnasium's classic control and the Kuka arm with nothing in contact at the checkpoint "
+                    "resume exactly): they start new episodes, so this run will not end exactly where an "
+                    "uninterrupted one would")  # fmt: skip
     buffer, found = _buffer(model), snapshot.get(BUFFER)
     if buffer is not None and keep_buffer and isinstance(found, dict):
         restore_buffer(buffer, run_path, found)

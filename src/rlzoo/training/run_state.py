@@ -5,9 +5,11 @@ a resumed run goes on as the uninterrupted run would have:
 - SB3's runtime state of the model (:data:`MODEL_RUNTIME`: the last observations and episode-start flags, counters,
   the schedules' progress, the exploration rate) and its episode-info buffers; SB3's logger values not yet written;
 - the training envs where their state can be saved (:func:`exact_env`: rlzoo's MobileRobot family, Gymnasium's
-  classic control): every wrapper's and env's plain attributes (numbers, flags, numeric arrays: positions, step
-  counters, time limits), every env's ``np_random`` and action-space generator, the monitor's running episodes, a
-  frame stack, the batched vec env's arrays. Other envs are reset by the resumed run, which says so in one line.
+  classic control, the Kuka arm but KukaRandButton): every wrapper's and env's plain attributes (numbers, flags,
+  numeric arrays: positions, step counters, time limits; the arm's physics and counters through
+  :mod:`rlzoo.envs.kuka_state`, unless a contact at the checkpoint keeps it from continuing exactly), every env's
+  ``np_random`` and action-space generator, the monitor's running episodes, a frame stack, the batched vec env's
+  arrays. Other envs are reset by the resumed run, which says so in one line.
 
 Files in the checkpoint folder: ``run_state.json`` (numbers and generator states) and ``run_state.npz`` (arrays,
 read with ``allow_pickle=False``). A restore sets only attributes that exist and hold plain values (or nothing yet),
@@ -24,6 +26,7 @@ import random
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import gymnasium as gym
@@ -47,6 +50,7 @@ EPISODE_BUFFERS = ("ep_info_buffer", "ep_success_buffer")
 BATCHED_STATE = ("_robots", "_targets", "_current", "_steps")  # the batched vec env's robots (its envs' truth)
 # Envs whose whole state is plain attributes and their generator: a resumed run continues their episodes exactly.
 EXACT_ENV_MODULES = ("rlzoo.envs.mobile_robot", "gymnasium.envs.classic_control")
+ARM_MODULES = "rlzoo.envs.kuka"  # the arm envs: their state through rlzoo.envs.kuka_state
 MISSING: Any = object()
 Scalar = bool | int | float | None
 
@@ -243,8 +247,20 @@ def restore_logger(snapshot: Snapshot, model: BaseAlgorithm) -> None:
 # --- the envs --------------------------------------------------------------------------------------------------------
 def exact_env(env: gym.Env) -> bool:
     """An env whose whole state is its plain attributes and its generator (rlzoo's MobileRobot family, Gymnasium's
-    classic control)."""
+    classic control), or an arm env whose state :mod:`rlzoo.envs.kuka_state` saves."""
+    arm = _arm(env)
+    if arm is not None:
+        return bool(arm.restorable(env.unwrapped))
     return type(env.unwrapped).__module__.startswith(EXACT_ENV_MODULES)
+
+
+def _arm(env: gym.Env) -> ModuleType | None:
+    """:mod:`rlzoo.envs.kuka_state` for an arm env (imported only then: it needs PyBullet); None for other envs."""
+    if not type(env.unwrapped).__module__.startswith(ARM_MODULES):
+        return None
+    from rlzoo.envs import kuka_state
+
+    return kuka_state
 
 
 def _layers(env: gym.Env) -> list[Any]:
@@ -283,7 +299,7 @@ def capture_envs(snapshot: Snapshot, venv: VecEnv) -> bool:
     """The state of every env under ``venv`` and of the vec wrappers holding some; False: it cannot be saved."""
     layers, base = _vec_layers(venv)
     envs = _gym_envs(base)
-    if envs is None:
+    if envs is None or any(_in_contact(env) for env in envs):
         return False
     for layer in layers:
         if isinstance(layer, PerEnvMonitor):
@@ -296,12 +312,26 @@ def capture_envs(snapshot: Snapshot, venv: VecEnv) -> bool:
     if isinstance(base, BatchedMobileRobot):
         capture_plain(snapshot, "batched/", base, BATCHED_STATE)
     for rank, env in enumerate(envs):
-        for depth, layer in enumerate(_layers(env)):
-            capture_plain(snapshot, f"env/{rank}/{depth}/", layer)
-        snapshot.put(f"env/{rank}/np_random", generator_state(env.unwrapped._np_random))
-        for index, space in enumerate(_spaces(env)):
-            snapshot.put(f"env/{rank}/space/{index}", generator_state(space._np_random))
+        _capture_env(snapshot, f"env/{rank}/", env)
     return True
+
+
+def _in_contact(env: gym.Env) -> bool:
+    """An arm env with bodies in contact: its state would not continue exactly."""
+    arm = _arm(env)
+    return arm is not None and bool(arm.in_contact(env.unwrapped))
+
+
+def _capture_env(snapshot: Snapshot, prefix: str, env: gym.Env) -> None:
+    """Every layer's plain attributes (an arm env's own state through :mod:`rlzoo.envs.kuka_state`), generators."""
+    arm = _arm(env)
+    for depth, layer in enumerate(_layers(env)[:-1] if arm else _layers(env)):
+        capture_plain(snapshot, f"{prefix}{depth}/", layer)
+    for key, value in arm.capture(env.unwrapped).items() if arm else ():
+        snapshot.put(f"{prefix}arm/{key}", value)
+    snapshot.put(f"{prefix}np_random", generator_state(env.unwrapped._np_random))
+    for index, space in enumerate(_spaces(env)):
+        snapshot.put(f"{prefix}space/{index}", generator_state(space._np_random))
 
 
 def restore_envs(snapshot: Snapshot, venv: VecEnv) -> None:
@@ -324,11 +354,19 @@ def restore_envs(snapshot: Snapshot, venv: VecEnv) -> None:
     if isinstance(base, BatchedMobileRobot):
         restore_plain(snapshot, "batched/", base, BATCHED_STATE)
     for rank, env in enumerate(envs):
-        for depth, layer in enumerate(_layers(env)):
-            restore_plain(snapshot, f"env/{rank}/{depth}/", layer)
-        unwrapped: Any = env.unwrapped  # gymnasium types _np_random as set; a saved None leaves it unset
-        unwrapped._np_random = set_generator(snapshot.get(f"env/{rank}/np_random"), unwrapped._np_random, "np_random")
-        for index, space in enumerate(_spaces(env)):
-            state = snapshot.get(f"env/{rank}/space/{index}")
-            held: Any = space  # gymnasium types _np_random as set; a saved None leaves it unset
-            held._np_random = set_generator(state, space._np_random, f"action space of env {rank}")
+        _restore_env(snapshot, rank, env)
+
+
+def _restore_env(snapshot: Snapshot, rank: int, env: gym.Env) -> None:
+    prefix, arm = f"env/{rank}/", _arm(env)
+    for depth, layer in enumerate(_layers(env)[:-1] if arm else _layers(env)):
+        restore_plain(snapshot, f"{prefix}{depth}/", layer)
+    if arm:
+        arm.restore(env.unwrapped, {key: snapshot.get(f"{prefix}arm/{key}") for key in arm.KEYS})
+    unwrapped: Any = env.unwrapped  # gymnasium types _np_random as set; a saved None leaves it unset
+    unwrapped._np_random = set_generator(snapshot.get(f"{prefix}np_random"), unwrapped._np_random, "np_random")
+    for index, space in enumerate(_spaces(env)):
+        held: Any = space  # gymnasium types _np_random as set; a saved None leaves it unset
+        held._np_random = set_generator(
+            snapshot.get(f"{prefix}space/{index}"), space._np_random, f"action space of env {rank}"
+        )
