@@ -2,14 +2,14 @@
 of the same config continues exactly.
 
 What a step depends on: every body's base pose and velocity and every joint's position and velocity (read and set
-through PyBullet's API: the motors' targets are set again before each physics step), the end-effector target, the
-buttons, the episode's counters and a moving button's speed. Set into an env that has the same bodies (one reset
-after it is built), the next steps are those of the saved env, bit for bit, as long as nothing was in contact when it
-was saved: the solver starts a contact from the impulses of the step before, which neither PyBullet's API nor its
-``saveBullet`` file restores (a restored ``.bullet`` file moreover depends on the client's history, and PyBullet's
-parser of it crashes the process on some cut or altered files). :func:`in_contact` tells when a checkpoint cannot
-hold an exact state. KukaRandButton loads its distractors at each reset, so a fresh env has other bodies: it is not
-:func:`restorable`.
+through PyBullet's API: the arm's motor targets are set again before each physics step, the gripper's at every reset),
+the end-effector target, the buttons, the episode's counters and a moving button's speed. Set into an env that has the
+same bodies (one reset after it is built), the next steps are those of the saved env, bit for bit, as long as nothing
+was in contact when it was saved (``benchmarks/arm_restore.py``, docs/resume.md): the solver starts a contact from the
+impulses of the step before, which neither PyBullet's API nor its ``saveBullet`` file restores (a restored ``.bullet``
+file moreover depends on the client's history, and PyBullet's parser of it crashes the process on some cut or altered
+files). :func:`in_contact` tells when a checkpoint cannot hold an exact state. KukaRandButton loads its distractors at
+each reset, so a fresh env has other bodies: it is not :func:`restorable`.
 
 A restore checks every array against the fresh env's (bodies, joints, shapes, finite numbers, counters in range) and
 refuses a mismatch in one line (:class:`~rlzoo.errors.Refused`).
@@ -83,6 +83,12 @@ def restore(env: KukaButtonEnv, saved: Mapping[str, Any]) -> None:
         for joint in range(count):
             position, velocity = next(rows)
             p.resetJointState(uid, joint, position, velocity, physicsClientId=client)
+    restore_episode(env, saved)
+
+
+def restore_episode(env: KukaButtonEnv, saved: Mapping[str, Any]) -> None:
+    """Put the part of ``saved`` that PyBullet does not hold into ``env``: the counters, the buttons, the end-effector
+    target, a moving button's speed (checked by :func:`restore`)."""
     ticks, outside, goal, *contacts = saved["counters"].tolist()
     env._ticks = ticks
     env._tally = PressTally(contacts=contacts, outside=outside, goal=goal)
