@@ -7,7 +7,9 @@ The pipeline runs from ``--worktree`` (a git worktree of the commit ``store.yaml
 is stopped (Ctrl-C, SIGTERM), the finished runs of the pipeline dir join the store (``rlzoo.records action=merge``,
 from this checkout) and ``shards.csv`` gets the shard's row: its seeds, the records it added, CPU seconds (user +
 system of the pipeline and its children) and wall from ``/usr/bin/time -v``, the load average's mean and maximum.
-Run again with the same pipeline dir, a shard trains only what is missing; the encoders the store keeps are copied
+The platform the shard runs on (``rlzoo.provenance.platform_facts``) is written into the pipeline dir as
+``platform.json``: the records take it from there where their runs' ``provenance.json`` (at an older commit) names
+none. Run again with the same pipeline dir, a shard trains only what is missing; the encoders the store keeps are copied
 into the pipeline dir's cache first (where it lacks them), so a shard in a fresh pipeline dir trains none of them.
 """
 
@@ -71,6 +73,19 @@ def seed_encoder_cache(worktree: Path, seeds: str, pipeline_dir: Path) -> None:
     from rlzoo.pipeline.rerun import copy_stored_encoders
 
     copy_stored_encoders(STORE, pipeline_dir / "encoders")
+    write_platform(pipeline_dir)
+
+
+def write_platform(pipeline_dir: Path) -> None:
+    """The platform this shard computes on, as ``<pipeline dir>/platform.json`` (the same libraries run the
+    worktree's source: only its ``src`` is put on the path)."""
+    import json
+
+    from rlzoo.files import atomic_write_text
+    from rlzoo.provenance import platform_facts
+    from rlzoo.results.records import PLATFORM
+
+    atomic_write_text(pipeline_dir / PLATFORM, json.dumps(platform_facts(), indent=1, sort_keys=True) + "\n")
 
 
 def run_shard(worktree: Path, seeds: str, pipeline_dir: Path, log_dir: Path) -> bool:

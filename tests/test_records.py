@@ -218,13 +218,17 @@ def test_a_stored_run_reruns_to_the_last_digit(shards: dict[str, Path], tmp_path
     store = write_store(tmp_path / "store", [shards["a"]])
     lines: list[str] = []
     said = rerun_record(store, "srl_splits", 1, tmp_path / "rerun", log=lines.append)
-    assert said.startswith("rlzoo.records: srl_splits_seed1 equals its record to the last digit")
+    assert said.line.startswith("rlzoo.records: srl_splits_seed1 equals its record to the last digit")
+    assert not said.failed
     assert any("from the store" in line for line in lines)  # the stored encoder, not a new one
     # a record whose scores were changed: the rerun names the difference in one line
     edited(store, "srl_splits_seed1", lambda m: m.__setitem__("test/mean_return", 1e6), file="metrics.json")
     said = rerun_record(store, "srl_splits", 1, tmp_path / "rerun2", log=lines.append)
-    assert said.startswith("rlzoo.records: srl_splits_seed1 differs from its record: test/mean_return 1000000.0 → ")
-    assert "\n" not in said
+    assert said.line.startswith(
+        "rlzoo.records: srl_splits_seed1 differs from its record on the same platform, a broken reproduction: "
+    )
+    assert "test/mean_return 1000000.0 → " in said.line
+    assert said.failed and "\n" not in said.line
 
 
 def test_the_command_refuses_a_bad_action_in_one_line(tmp_path: Path) -> None:

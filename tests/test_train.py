@@ -9,6 +9,7 @@ from pathlib import Path
 import hydra.utils
 import numpy as np
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from conftest import TINY_ALGO_RUNS, TINY_RUN, Compose
@@ -98,6 +99,19 @@ def test_test_episodes_zero_still_finishes(compose: Compose, tmp_path: Path) -> 
     metrics = train(cfg)
     assert "test/mean_return" not in metrics
     assert RunDir(tmp_path / "run").is_finished()
+
+
+def test_a_run_records_its_platform_and_command(compose: Compose, tmp_path: Path) -> None:
+    cfg = compose(["algo=a2c", *TINY_ALGO_RUNS["a2c"], *TINY_RUN, "test_episodes=0"])
+    train(cfg)
+    provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    cpu_model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    assert provenance["platform"]["cpu_model"] == cpu_model
+    assert provenance["platform"]["torch"] == torch.__version__
+    assert provenance["platform"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert provenance["command"].split()[0].startswith("python")  # this process's command line, as typed
+    assert provenance["threads"]["torch_threads"] == torch.get_num_threads()
+    assert provenance["hardware"]["device"] == "cpu"
 
 
 def test_total_timesteps_accepts_float(compose: Compose, tmp_path: Path) -> None:

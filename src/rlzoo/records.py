@@ -5,7 +5,9 @@
 - ``table``: the store's table (IQM with 95 % CIs, the verdicts, the paper's figures), printed or written into the
   marked section of ``docs``, with its performance profile beside it.
 - ``rerun``: one stored run trained again from a fresh pipeline dir (its encoder taken from the store), and its
-  scores compared with the record: equal to the last digit, or one line listing what differs.
+  scores compared with the record: equal to the last digit (exit 0); different on the platform that made the record
+  (exit 1: a broken reproduction); different on another platform (exit 0 where its scores lie within the stored
+  seeds' range, else 1).
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ def run(settings: RecordsSettings) -> None:
             raise ConfigError("action=rerun needs representation=<srl_model> and seed=<n> of a stored record")
         name = f"{settings.representation}_seed{settings.seed}"
         folder = Path(settings.dir) if settings.dir else Path("multirun") / "rerun" / name
-        print(rerun_record(store, settings.representation, settings.seed, folder))
+        outcome = rerun_record(store, settings.representation, settings.seed, folder)
+        print(outcome.line)
+        if outcome.failed:
+            raise SystemExit(1)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="records", version_base="1.3")

@@ -23,7 +23,7 @@ A run directory holds::
     models.json            a multi-agent run's steps trained, written once every learner's final model is saved
     returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
     test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
-    provenance.json        the source commit the run was trained at (``rlzoo.provenance``); written before metrics
+    provenance.json        commit, command, platform, threads, precisions (``rlzoo.provenance``); written before metrics
     metrics.json           summary; written last, so its presence means the run finished
     .lock                  held (flock) by the process training here, with its pid; removed when it ends
 """
@@ -371,9 +371,10 @@ class RunDir:
     def provenance(self) -> Path:
         return self.path / PROVENANCE
 
-    def write_provenance(self, commit: str) -> None:
-        """Record the source commit the run was trained at (a resumed run: the commit that finished it)."""
-        atomic_write_text(self.provenance, json.dumps({"commit": commit}) + "\n")
+    def write_provenance(self, values: dict[str, Any]) -> None:
+        """Record where the run was trained: the source commit, the command, the platform (a resumed run: those that
+        finished it; :func:`rlzoo.training.run.provenance`)."""
+        atomic_write_text(self.provenance, json.dumps(values, indent=1, sort_keys=True) + "\n")
 
     def write_metrics(self, metrics: dict[str, float]) -> None:
         """Write the metrics summary, last: it marks the run finished."""

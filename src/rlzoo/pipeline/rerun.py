@@ -1,13 +1,11 @@
 """Re-run one stored record (``python -m rlzoo.records action=rerun``): the same pipeline, narrowed to its
 representation and seed, from a fresh pipeline dir, with the store's encoder copied into its cache (trained again
-when this checkout's settings name another encoder), then every score compared with the record's."""
+when this checkout's settings name another encoder), then every score compared with the record's and judged by
+:mod:`rlzoo.results.reproduction` (equal; broken on the same platform; on another platform, within the stored seeds'
+range or not)."""
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
-import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,9 +24,9 @@ from rlzoo.results.records import (
     record_name,
     store_records,
 )
+from rlzoo.results.reproduction import Outcome, differing_scores, episodes_by_env, file_of, judge, metrics_of
 from rlzoo.rundir import RETURNS100, SAMPLED_TEST_RETURNS, TEST_RETURNS, RunDir
 
-TIME_PREFIX = "time/"  # wall and CPU seconds: never equal twice
 OWN_KEYS = ("pipeline.dir", "pipeline.report", "pipeline.sweep.")  # set by the rerun itself
 
 
@@ -40,9 +38,11 @@ def _stored(store: Path, representation: str, seed: int) -> Record:
     return records[name]
 
 
-def rerun_record(store: Path, representation: str, seed: int, folder: Path, log: Callable[[str], None] = print) -> str:
+def rerun_record(
+    store: Path, representation: str, seed: int, folder: Path, log: Callable[[str], None] = print
+) -> Outcome:
     """Train the stored run of ``representation`` and ``seed`` again in the fresh pipeline dir ``folder``; return
-    one line: equal to the last digit, or what differs."""
+    its verdict (one line, and whether it failed)."""
     record = _stored(store, representation, seed)
     info = read_store_info(store)
     if folder.exists():
@@ -61,7 +61,8 @@ def rerun_record(store: Path, representation: str, seed: int, folder: Path, log:
             copy_stored_encoders(store, step.folder.parent, [encoder["folder"]], log)
     run_pipeline(spec, log)
     (run,) = [RunDir(p) for p in sorted((folder / "runs").iterdir()) if (p / METRICS).is_file()]
-    return compare_records(record, make_record(run, {}))
+    seeds = [r for r in store_records(store) if r.representation == representation]
+    return compare_records(record, make_record(run, {}), seeds)
 
 
 def copy_stored_encoders(
@@ -81,38 +82,15 @@ def copy_stored_encoders(
     return copied
 
 
-def _file(record: Record, name: str) -> bytes:
-    if record.files:
-        return record.files.get(name, b"")
-    path = record.path / name
-    return path.read_bytes() if path.is_file() else b""
-
-
-def _episodes(record: Record) -> list[tuple[str, str]]:
-    """(return, length) of every training episode, per env rank in order (Monitor's wall time left out)."""
-    names = sorted(n for n in record.files) if record.files else sorted(
-        str(p.relative_to(record.path)) for p in (record.path / "monitor").glob("*.gz"))  # fmt: skip
-    rows: list[tuple[str, str]] = []
-    for name in names:
-        if name.startswith("monitor/"):
-            text = gzip.decompress(_file(record, name)).decode()
-            lines = [line for line in text.splitlines() if not line.startswith("#")]
-            rows += [(row[0], row[1]) for row in csv.reader(io.StringIO("\n".join(lines[1:])))]
-    return rows
-
-
 def differences(stored: Record, new: Record) -> list[str]:
     """What differs between the scores of two records of one run (times apart): metrics, test and training
     episodes, the encoder's weights."""
-    found = []
-    old_metrics, new_metrics = (json.loads(_file(r, METRICS) or b"{}") for r in (stored, new))
-    for key in sorted(set(old_metrics) | set(new_metrics)):
-        if not key.startswith(TIME_PREFIX) and old_metrics.get(key) != new_metrics.get(key):
-            found.append(f"{key} {old_metrics.get(key)} → {new_metrics.get(key)}")
+    old_metrics, new_metrics = metrics_of(stored), metrics_of(new)
+    found = [f"{key} {old_metrics.get(key)} → {new_metrics.get(key)}" for key in differing_scores(stored, new)]
     for name in (TEST_RETURNS, SAMPLED_TEST_RETURNS, RETURNS100):
-        if _file(stored, name) != _file(new, name):
+        if file_of(stored, name) != file_of(new, name):
             found.append(f"{name} differs")
-    if _episodes(stored) != _episodes(new):
+    if episodes_by_env(stored) != episodes_by_env(new):
         found.append("the training episodes differ")
     if stored.encoder_hash != new.encoder_hash:
         found.append(f"encoder content hash {str(stored.encoder_hash)[:12]} → {str(new.encoder_hash)[:12]}")
@@ -130,14 +108,9 @@ def config_differences(stored: Record, new: Record) -> list[str]:
     ]
 
 
-def compare_records(stored: Record, new: Record) -> str:
-    """One line: the rerun equals the record to the last digit, or the list of what differs."""
+def compare_records(stored: Record, new: Record, seeds: Sequence[Record] = ()) -> Outcome:
+    """The verdict of the rerun ``new`` of ``stored`` (:func:`rlzoo.results.reproduction.judge`); ``seeds``: the
+    stored records of its representation, whose range a rerun on another platform is judged by."""
     found, configs = differences(stored, new), config_differences(stored, new)
     config = f"; its config differs in {', '.join(configs)}" if configs else ""
-    if found:
-        return f"rlzoo.records: {stored.name} differs from its record: {'; '.join(found)}{config}"
-    episodes = len(_episodes(stored))
-    return (
-        f"rlzoo.records: {stored.name} equals its record to the last digit ({episodes} training episodes, the "
-        f"metrics, the test episodes, the encoder){config}"
-    )
+    return judge(stored, new, seeds or [stored], found, config)

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from rlzoo.errors import ConfigError
+from rlzoo.provenance import platform_label
 from rlzoo.results.comparison import Row, compare
 from rlzoo.results.efficiency import EfficiencyCurve, efficiency_curves, plot_efficiency
 from rlzoo.results.records import ENCODERS, RUNS, Record, check_records, store_records
@@ -162,6 +163,7 @@ def _lines(
         f"Records: {len(records)} of {len(representations) * len(seeds)} (representations x seeds "
         f"{seeds[0]} to {seeds[-1]}), trained at commit {', '.join(commits)}; their runs' CPU time {cpu:,.0f} s.",
         f"Missing: {missing_line(missing)}.",
+        f"Platforms: {platforms_line(records)}.",
         "",
         f"| srl_model | seeds | {' | '.join(f'{score.title} {IQM_TITLE}' for score in shown)} "
         f"| IQM as % of {info.relative_to}'s [95 % CI]: {' / '.join(score.name for score in relative)} "
@@ -200,6 +202,17 @@ def _efficiency_lines(curves: Sequence[EfficiencyCurve]) -> list[str]:
         )
         lines.append(f"| {curve.label} | {' | '.join(cells)} |")
     return lines
+
+
+def platforms_line(records: Sequence[Record]) -> str:
+    """The platforms the records ran on (:func:`rlzoo.provenance.platform_label`), each with its seeds per
+    representation count, most records first."""
+    counts: dict[str, int] = {}
+    for record in records:
+        label = platform_label(record.info.get("platform"))
+        counts[label] = counts.get(label, 0) + 1
+    parts = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "; ".join(f"{label}: {count} record{'s' if count != 1 else ''}" for label, count in parts)
 
 
 def _sort_key(stat: RowStats) -> float:

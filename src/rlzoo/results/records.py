@@ -7,7 +7,9 @@ reads the full one::
                            names inside the store (the record's folder, ``encoders/<name>``)
     monitor/<rank>.monitor.csv.gz   the training episodes (SB3 Monitor, gzipped)
     returns100.csv, metrics.json, provenance.json, test_returns.csv, test_returns_sampled.csv   as in the run dir
-    record.json            representation, seed, commit, CPU and wall seconds, the encoder's folder and content hash
+    record.json            representation, seed, commit, CPU and wall seconds, the encoder's folder and content hash,
+                           the platform it ran on (its run's ``provenance.json``, or the ``platform.json`` of the
+                           pipeline dir it came from; absent: not recorded)
 
 A store is a folder of records (``runs/<representation>_seed<N>/``) and of the encoders they used
 (``encoders/<name>/``: metadata, metrics, losses and weights, loaded weights-only). Records only ever join a store
@@ -55,6 +57,8 @@ FREE_KEYS = ("seed", "run_dir", "srl_model.checkpoint", "srl_model.vec_wrapper.c
              "verbose", "progress_bar")  # fmt: skip
 FREE_SUFFIXES = (".device", ".torch_threads")
 HASH_LENGTH = 64
+PLATFORM = "platform.json"
+PLATFORM_FIELDS, PLATFORM_TEXT, PLATFORM_BYTES = 32, 200, 16_384
 
 
 @dataclass(frozen=True)
@@ -207,8 +211,44 @@ def _check_info(info: Any, config: DictConfig, folder: Path) -> None:
         and _is_plain_name(encoder["folder"])
     ):
         raise bad("encoder is not {folder: <name>, content_hash: <64 hex digits>}")
+    if "platform" in info:
+        check_platform(info["platform"], str(folder / RECORD))
     if folder.name != record_name(representation, seed):
         raise bad(f"its folder is named {folder.name}, not {record_name(representation, seed)}")
+
+
+def check_platform(value: Any, source: str) -> dict[str, str | int]:
+    """A platform description (:func:`rlzoo.provenance.platform_facts`) read from a file: a small flat mapping of
+    names to short strings and integers, else one :class:`ConfigError`."""
+    if (
+        not isinstance(value, dict)
+        or len(value) > PLATFORM_FIELDS
+        or not all(isinstance(k, str) and len(k) <= PLATFORM_TEXT and _is_fact(v) for k, v in value.items())
+    ):
+        raise ConfigError(f"{source}: its platform is not a mapping of at most {PLATFORM_FIELDS} short facts")
+    return dict(value)
+
+
+def _is_fact(value: Any) -> bool:
+    return (isinstance(value, str) and len(value) <= PLATFORM_TEXT) or (
+        isinstance(value, int) and not isinstance(value, bool)
+    )
+
+
+def platform_of_source(source: Path) -> dict[str, str | int] | None:
+    """The platform a pipeline dir's runs ran on, where the folder says so (``platform.json``, written by
+    ``benchmarks/store_shard.py`` for a commit whose runs do not record it): ``source`` or, for its ``runs/``, the
+    pipeline dir above."""
+    for folder in (source, source.parent) if source.name == RUNS else (source,):
+        path = folder / PLATFORM
+        if path.is_file() and not path.is_symlink():
+            if path.stat().st_size > PLATFORM_BYTES:
+                raise ConfigError(f"{path}: larger than {PLATFORM_BYTES} bytes; not a platform description")
+            try:
+                return check_platform(json.loads(path.read_text()), str(path))
+            except ValueError:
+                raise ConfigError(f"{path}: not JSON") from None
+    return None
 
 
 def _is_hash(value: Any) -> bool:
@@ -219,11 +259,12 @@ def _is_plain_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
 
 
-def make_record(run: RunDir, encoder_hashes: dict[Path, str]) -> Record:
+def make_record(run: RunDir, encoder_hashes: dict[Path, str], platform: Mapping[str, Any] | None = None) -> Record:
     """The record of the finished run ``run`` (nothing written): its files in memory; a record itself (one with
     ``record.json``) is read and copied as it is, its encoder taken from its store where that has it.
 
     :param encoder_hashes: the encoder folders the records use, with their content hashes (a cache, filled here).
+    :param platform: the platform the run ran on, where its own ``provenance.json`` names none.
     """
     if (run.path / RECORD).is_file():
         return _copied_record(run.path, encoder_hashes)
@@ -243,6 +284,9 @@ def make_record(run: RunDir, encoder_hashes: dict[Path, str]) -> Record:
         "commit": str(provenance.get("commit", "unknown")), "cpu_seconds": float(metrics.get("time/cpu_seconds", 0.0)),
         "wall_seconds": float(metrics.get("time/total_seconds", 0.0)), "encoder": encoder,
     }  # fmt: skip
+    recorded = provenance.get("platform") or platform
+    if recorded:
+        info["platform"] = check_platform(recorded, str(run.provenance))
     files = {CONFIG: OmegaConf.to_yaml(OmegaConf.create(values)).encode(), RECORD: _json(info)}
     files |= {kept: (run.path / kept).read_bytes() for kept in KEPT if (run.path / kept).is_file()}
     for log in run.monitor_files():
@@ -337,12 +381,14 @@ def merge_into_store(sources: Sequence[Path], store: Path, log: Callable[[str], 
     by_name = {r.name: r for r in stored}
     hashes: dict[Path, str] = {}
     new: list[Record] = []
-    for run in candidates(sources, log):
-        record = make_record(run, hashes)
-        same = by_name.get(record.name)
-        if same is not None and same.scores() == record.scores():
-            continue  # this very run is stored already
-        new.append(record)
+    for source in sources:
+        platform = platform_of_source(source)
+        for run in candidates([source], log):
+            record = make_record(run, hashes, platform)
+            same = by_name.get(record.name)
+            if same is not None and same.scores() == record.scores():
+                continue  # this very run is stored already
+            new.append(record)
     check_records([*stored, *new])
     encoders = {folder.name: folder for folder in hashes}
     _check_stored_encoders(store, encoders, hashes)

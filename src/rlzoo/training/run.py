@@ -8,12 +8,15 @@ episodes → metrics, ``metrics.json`` last.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.utils import set_random_seed
 
-from rlzoo.provenance import source_commit
+from rlzoo.precision import resolve_precision
+from rlzoo.provenance import command_line, platform_facts, source_commit, threads
 from rlzoo.training.context import RunContext
 from rlzoo.training.kind import RunKind, refuse_unhonoured
 
@@ -38,6 +41,36 @@ def run(kind: RunKind, cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[s
         metrics |= learning.test()
         metrics["time/total_seconds"] = context.seconds()
         metrics["time/cpu_seconds"] = context.cpu_seconds()
-        plan.run.write_provenance(source_commit())
+        plan.run.write_provenance(provenance(plan))
         plan.run.write_metrics(metrics)
     return metrics
+
+
+def provenance(plan: Any) -> dict[str, Any]:
+    """What ``provenance.json`` records: the source commit, the command, the platform, the thread counts, the
+    hardware profile and the precision every network ran in (what ``auto`` resolved to on this machine)."""
+    device = "cuda" if str(plan.hardware.device).startswith("cuda") else "cpu"
+    return {
+        "commit": source_commit(),
+        "command": command_line(),
+        "platform": platform_facts(),
+        "threads": threads(),
+        "hardware": asdict(plan.hardware),
+        "precision": {key: resolve_precision(value, device, key) for key, value in _precision_keys(plan.config)},
+    }
+
+
+def _precision_keys(config: DictConfig) -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every ``precision`` key of the run's resolved config."""
+    values = OmegaConf.to_container(config, resolve=True)
+
+    def walk(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+        if isinstance(node, dict):
+            for key, item in node.items():
+                name = f"{prefix}{key}"
+                if key == "precision" and isinstance(item, str):
+                    yield name, item
+                else:
+                    yield from walk(item, name + ".")
+
+    yield from walk(values, "")
