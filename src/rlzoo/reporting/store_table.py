@@ -190,7 +190,7 @@ def _efficiency_lines(curves: Sequence[EfficiencyCurve]) -> list[str]:
     steps = curves[0].steps[EVERY - 1 :: EVERY]
     lines = [
         "",
-        f"Sample efficiency ({EFFICIENCY}): train return IQM [95 % CI] at each step.",
+        f"Sample efficiency ([{EFFICIENCY}]({EFFICIENCY})): train return IQM [95 % CI] at each step.",
         "",
         f"| srl_model | {' | '.join(f'{step:,}' for step in steps)} |",
         f"|---|{'---:|' * len(steps)}",
