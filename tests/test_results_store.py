@@ -9,7 +9,15 @@ from pathlib import Path
 
 from extras import require_extra
 from rlzoo.records import experiment_axes
-from rlzoo.reporting.store_table import missing_line, missing_pairs, read_store_info, section_of, store_table
+from rlzoo.reporting.store_table import (
+    EFFICIENCY,
+    PROFILE,
+    missing_line,
+    missing_pairs,
+    read_store_info,
+    section_of,
+    store_table,
+)
 from rlzoo.results.records import check_records, store_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,14 +25,20 @@ STORE = ROOT / "benchmarks" / "results" / "srl_benchmark_small"
 RESULTS = ROOT / "docs" / "results.md"
 
 
-def test_the_docs_table_is_the_stores() -> None:
+def test_the_docs_table_and_figures_are_the_stores(tmp_path: Path) -> None:
+    """The table (with its % of ground truth and sample-efficiency rows) and, byte for byte, the performance profile
+    and the sample-efficiency curves (fixed bootstrap seeds; matplotlib's PNG holds no date)."""
     require_extra("rliable", "stats")
     representations, seeds = experiment_axes(read_store_info(STORE).experiment)
-    expected = store_table(STORE, representations, seeds, None)
+    expected = store_table(STORE, representations, seeds, tmp_path)
     documented = section_of(RESULTS.read_text())
     assert documented, "docs/results.md has no store table section"
     rebuild = "python -m rlzoo.records action=table docs=docs/results.md"
     assert documented == expected, f"docs/results.md differs from the store; rebuild it: {rebuild}"
+    for figure in (PROFILE, EFFICIENCY):
+        committed = RESULTS.parent / figure
+        assert committed.is_file(), f"docs/{figure} is missing; rebuild it: {rebuild}"
+        assert (tmp_path / figure).read_bytes() == committed.read_bytes(), f"docs/{figure} differs; {rebuild}"
 
 
 def test_the_store_holds_each_pair_of_the_sweep_once_and_the_docs_name_the_missing() -> None:

@@ -61,7 +61,7 @@ def test_the_verdict_follows_the_ci_of_the_probability_of_improvement(tmp_path: 
         assert low_ci <= iqm <= high_ci
     markdown = (tmp_path / "plots" / "results.md").read_text()
     assert "srl_splits is (train / greedy test / sampled test)" in markdown
-    assert f"{ABOVE} / {BELOW} / —" in markdown and "test IQM [95 % CI]" in markdown
+    assert f"{ABOVE} / {BELOW} / —" in markdown and "test return IQM [95 % CI]" in markdown
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter
@@ -85,24 +84,20 @@ def markdown_table(
 
 
 def csv_table(rows: Sequence[Row], stats: Sequence[RowStats] | None = None) -> str:
-    """The results table as CSV (full precision; empty cells for undefined values); ``mean`` and ``se`` are of the
-    train return, and with ``stats`` the test return, IQM and P(improvement) columns follow."""
+    """The results table as CSV (full precision; empty cells for undefined values): per score of
+    :data:`rlzoo.results.scores.SCORES` its columns (:func:`rlzoo.results.stats.csv_header`: the training return's
+    are ``seeds``, ``mean``, ``se``, ``iqm`` ...), the IQMs and P(improvement) filled with ``stats``."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
-    header = ["env", "algo", "srl_model", "variant", "budget", "seeds", "seed_values", "runs", "mean", "se"]
-    extra = list(results_stats.CSV_HEADER) if stats is not None else []
-    writer.writerow([*header, "p_value", "baseline", "failed", "unfinished", "success_rate", *extra])
-
-    def cell(value: float) -> Any:
-        return "" if math.isnan(value) else f"{value:.6g}"
-
-    for i, r in enumerate(rows):
-        variant = "; ".join(r.group.variant + r.group.srl_variant)
+    header = ["env", "algo", "srl_model", "variant", "budget", "seed_values", "runs", "p_value", "baseline", "failed"]
+    writer.writerow([*header, "unfinished", *results_stats.csv_header()])
+    every = stats if stats is not None else results_stats.row_stats(rows, None, values_only=True)
+    for r, stat in zip(rows, every, strict=True):
         group = r.group
-        seeds = " ".join(map(str, r.seeds))
-        values = [cell(r.mean), cell(r.se), cell(r.p_value), int(r.is_baseline)]
-        counts = [r.statuses.get(FAILED, 0), r.statuses.get(UNFINISHED, 0), cell(group.success_rate)]
-        budget = r.budget if r.n else ""
-        line = [group.env, group.algo_name, group.srl_model, variant, budget, r.n, seeds, len(group.runs), *values]
-        writer.writerow([*line, *counts, *(results_stats.csv_cells(stats[i]) if stats is not None else [])])
+        variant = "; ".join(group.variant + group.srl_variant)
+        p_value = "" if math.isnan(r.p_value) else f"{r.p_value:.6g}"
+        seeds, budget = " ".join(map(str, r.seeds)), r.budget if r.n else ""
+        line = [group.env, group.algo_name, group.srl_model, variant, budget, seeds, len(group.runs), p_value,
+                int(r.is_baseline), r.statuses.get(FAILED, 0), r.statuses.get(UNFINISHED, 0)]  # fmt: skip
+        writer.writerow([*line, *results_stats.csv_cells(stat)])
     return stream.getvalue()

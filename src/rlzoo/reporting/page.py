@@ -21,6 +21,7 @@ from rlzoo.reporting.media import EncoderInfo, Replay, best_replays, encoder_fol
 from rlzoo.results import stats as results_stats
 from rlzoo.results import verdicts
 from rlzoo.results.comparison import AUTO, Comparison, compare, table_cells
+from rlzoo.results.scores import SCORES
 
 REPORT = "report.html"
 STYLE = """
@@ -34,16 +35,7 @@ tr.baseline td { background: #eef6ff; } tr.failed td { color: #a00; }
 figcaption { font-size: 0.85em; color: #444; } pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; }
 details { margin: 0.3em 0; } summary { cursor: pointer; }
 """
-NUMERIC = {
-    "budget (steps)",
-    "seeds",
-    "train return (mean ± SE)",
-    "test return (mean ± SE)",
-    "IQM [95 % CI]",
-    "test IQM [95 % CI]",
-    "sampled test IQM [95 % CI]",
-    "test success",
-}
+NUMERIC = {"budget (steps)", "seeds"}  # besides every score's columns and the probabilities
 
 
 @dataclass(frozen=True)
@@ -63,14 +55,18 @@ def _img(data: bytes, mime: str, alt: str, width: int | None = None) -> str:
     return f'<img src="data:{mime};base64,{encoded}" alt="{html.escape(alt)}"{size}>'
 
 
+def is_numeric(title: str) -> bool:
+    """Whether a column holds numbers (right-aligned): a count, a score's column or a probability."""
+    scores = tuple(f"{score.title} " for score in SCORES.values())
+    return title in NUMERIC or title.startswith(("p vs", "P(>", *scores))
+
+
 def _table(header: Sequence[str], lines: Sequence[Sequence[str]], classes: Sequence[str] = ()) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = []
     for i, line in enumerate(lines):
         cells = "".join(
-            f'<td class="num">{html.escape(c)}</td>'
-            if h in NUMERIC or h.startswith(("p vs", "P(>"))
-            else f"<td>{html.escape(c)}</td>"
+            f'<td class="num">{html.escape(c)}</td>' if is_numeric(h) else f"<td>{html.escape(c)}</td>"
             for h, c in zip(header, line, strict=True)
         )
         css = f' class="{classes[i]}"' if i < len(classes) and classes[i] else ""

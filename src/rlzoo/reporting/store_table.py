@@ -20,8 +20,10 @@ import yaml
 from rlzoo.errors import ConfigError
 from rlzoo.provenance import platform_label
 from rlzoo.results.comparison import Row, compare
+from rlzoo.results.efficiency import EfficiencyCurve, efficiency_curves, plot_efficiency
 from rlzoo.results.records import ENCODERS, RUNS, Record, check_records, store_records
-from rlzoo.results.stats import RowStats, plot_profiles, row_stats
+from rlzoo.results.scores import GREEDY, Score, verdict_scores
+from rlzoo.results.stats import IQM_TITLE, RowStats, plot_profiles, row_stats, shown_scores
 from rlzoo.schema import parse
 
 STORE_FILE = "store.yaml"
@@ -29,6 +31,8 @@ SHARDS = "shards.csv"
 BEGIN = "<!-- store table: begin (written from the store by rlzoo.records: edit the store, not this table) -->"
 END = "<!-- store table: end -->"
 PROFILE = "srl_benchmark_small_profile.png"
+EFFICIENCY = "srl_benchmark_small_efficiency.png"
+EVERY = 5  # the efficiency table shows every 5th step of the curves
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class StoreInfo:
     commit: str
     verdict_of: str
     overrides: list[str] = field(default_factory=list)
+    relative_to: str = "ground_truth"  # the scores' IQMs are also given as a percentage of this representation's
     paper: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
@@ -73,8 +78,16 @@ def missing_line(missing: Sequence[tuple[str, int]]) -> str:
     return "; ".join(parts) or "none"
 
 
-def _iqm(iqm: float, ci: tuple[float, float]) -> str:
-    return "—" if math.isnan(iqm) else f"{iqm:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]"
+def _relative(stats: RowStats, shown: Sequence[Score], is_reference: bool) -> str:
+    """Per score, the row's IQM as a percentage of the reference representation's, with its CI."""
+    if is_reference:
+        return "100"
+    parts = []
+    for score in shown:
+        of = stats.of(score)
+        low, high = of.relative_ci
+        parts.append("—" if math.isnan(of.relative) else f"{of.relative:.1f} [{low:.1f}, {high:.1f}]")
+    return "<br>".join(parts)
 
 
 def _versus(stats: RowStats) -> str:
@@ -109,7 +122,8 @@ def _shards(store: Path) -> list[dict[str, str]]:
 
 
 def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int], figures: Path | None) -> str:
-    """The markdown of the store's table (and, with ``figures``, its performance profile written there).
+    """The markdown of the store's table (and, with ``figures``, its performance profile and sample-efficiency
+    curves written there).
 
     :param representations: the experiment's srl_models, in the order of its sweep; ``seeds`` likewise.
     """
@@ -119,11 +133,15 @@ def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int
     if not records:
         raise ConfigError(f"{store}: holds no records yet ({RUNS}/ is empty or missing)")
     comparison = compare(store / RUNS, baseline=None)
-    stats = row_stats(comparison.rows, None, reference=info.verdict_of)
+    stats = row_stats(comparison.rows, None, reference=info.verdict_of, relative_to=info.relative_to)
+    curves = efficiency_curves(comparison.rows)
     if figures is not None:
         for path in plot_profiles(comparison.rows, figures):
             path.replace(figures / PROFILE)
-    return "\n".join(_lines(store, info, records, comparison.rows, stats, representations, seeds))
+        budget = max(row.budget for row in comparison.rows)
+        plot_efficiency(curves, figures / EFFICIENCY, f"{comparison.rows[0].group.env} to {budget:,} steps")
+    lines = _lines(store, info, records, comparison.rows, stats, representations, seeds)
+    return "\n".join([*lines, *_efficiency_lines(curves), "", *_shard_lines(store)])
 
 
 def _lines(
@@ -138,27 +156,51 @@ def _lines(
     missing = missing_pairs(records, representations, seeds)
     commits = sorted({str(r.info.get("commit", "unknown"))[:12] for r in records})
     cpu = sum(float(r.info["cpu_seconds"]) for r in records)
+    shown = shown_scores(stats)
+    relative = [score for score in shown if score.relative]
+    judged = " / ".join(score.name for score in verdict_scores())
     lines = [
         f"Records: {len(records)} of {len(representations) * len(seeds)} (representations x seeds "
         f"{seeds[0]} to {seeds[-1]}), trained at commit {', '.join(commits)}; their runs' CPU time {cpu:,.0f} s.",
         f"Missing: {missing_line(missing)}.",
         f"Platforms: {platforms_line(records)}.",
         "",
-        "| srl_model | seeds | last-100 return IQM [95 % CI] | greedy test IQM [95 % CI] | sampled test IQM [95 % CI] "
-        f"| P({info.verdict_of} > row) [95 % CI] and verdict: last-100 / greedy / sampled "
+        f"| srl_model | seeds | {' | '.join(f'{score.title} {IQM_TITLE}' for score in shown)} "
+        f"| IQM as % of {info.relative_to}'s [95 % CI]: {' / '.join(score.name for score in relative)} "
+        f"| P({info.verdict_of} > row) [95 % CI] and verdict: {judged} "
         "| GTC_mean before / after whitening | paper: last-100 (Table 1) | paper: GTC_mean (Table 2) |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---:|",
+        f"|---|---:|{'---:|' * len(shown)}---:|---|---:|---:|---:|",
     ]
     order = sorted(zip(rows, stats, strict=True), key=lambda pair: -_sort_key(pair[1]))
     for row, stat in order:
         name = row.group.srl_model
         paper = info.paper.get(name, {})
+        iqms = " | ".join(score.interval(stat.of(score).iqm, stat.of(score).iqm_ci) for score in shown)
         lines.append(
-            f"| {name} | {row.n} | {_iqm(stat.iqm, stat.iqm_ci)} | {_iqm(stat.test_iqm, stat.test_iqm_ci)} | "
-            f"{_iqm(stat.sampled_iqm, stat.sampled_iqm_ci)} | {_versus(stat)} | {_gtc(store, records, name)} | "
-            f"{paper.get('last100', '—')} | {paper.get('gtc', '—')} |"
+            f"| {name} | {row.n} | {iqms} | {_relative(stat, relative, name == info.relative_to)} | {_versus(stat)} | "
+            f"{_gtc(store, records, name)} | {paper.get('last100', '—')} | {paper.get('gtc', '—')} |"
         )
-    lines += ["", *_shard_lines(store)]
+    return lines
+
+
+def _efficiency_lines(curves: Sequence[EfficiencyCurve]) -> list[str]:
+    """The sample-efficiency curves at every :data:`EVERY`-th step: IQM of the training return [95 % CI]."""
+    if not curves:
+        return []
+    steps = curves[0].steps[EVERY - 1 :: EVERY]
+    lines = [
+        "",
+        f"Sample efficiency ([{EFFICIENCY}]({EFFICIENCY})): train return IQM [95 % CI] at each step.",
+        "",
+        f"| srl_model | {' | '.join(f'{step:,}' for step in steps)} |",
+        f"|---|{'---:|' * len(steps)}",
+    ]
+    for curve in sorted(curves, key=lambda c: -c.iqm[-1]):
+        cells = (
+            f"{curve.iqm[i]:.1f} [{curve.low[i]:.1f}, {curve.high[i]:.1f}]"
+            for i in range(EVERY - 1, len(curve.steps), EVERY)
+        )
+        lines.append(f"| {curve.label} | {' | '.join(cells)} |")
     return lines
 
 
@@ -174,7 +216,8 @@ def platforms_line(records: Sequence[Record]) -> str:
 
 
 def _sort_key(stat: RowStats) -> float:
-    return -math.inf if math.isnan(stat.test_iqm) else stat.test_iqm
+    iqm = stat.of(GREEDY).iqm
+    return -math.inf if math.isnan(iqm) else iqm
 
 
 def _shard_lines(store: Path) -> list[str]:

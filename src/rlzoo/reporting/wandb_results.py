@@ -11,17 +11,26 @@ from pathlib import Path
 from typing import Any
 
 from rlzoo.results.comparison import Comparison, table_cells
+from rlzoo.results.stats import row_stats, shown_scores
 
 
 def table_data(comparison: Comparison) -> tuple[list[str], list[list[Any]]]:
-    """The table's text cells, with its numbers again as numeric columns (mean, se, p_value) for W&B's charts."""
+    """The table's text cells, with its numbers again as numeric columns for W&B's charts: per score the table shows
+    (:func:`rlzoo.results.stats.shown_scores`) its mean and SE over seeds (``mean``, ``se``, ``test_mean`` ...),
+    then the p-value."""
+    stats = row_stats(comparison.rows, None, values_only=True)
+    shown = shown_scores(stats)
     header, lines = table_cells(comparison.rows, comparison.baseline)
 
     def number(value: float) -> float | None:
         return None if math.isnan(value) else value
 
-    numbers = [[number(r.mean), number(r.se), number(r.p_value)] for r in comparison.rows]
-    return [*header, "mean", "se", "p_value"], [[*line, *extra] for line, extra in zip(lines, numbers, strict=True)]
+    columns = [f"{score.csv}{name}" for score in shown for name in ("mean", "se")]
+    numbers = [
+        [*(number(v) for score in shown for v in (stat.of(score).mean, stat.of(score).se)), number(r.p_value)]
+        for r, stat in zip(comparison.rows, stats, strict=True)
+    ]
+    return [*header, *columns, "p_value"], [[*line, *extra] for line, extra in zip(lines, numbers, strict=True)]
 
 
 def log_results(

@@ -261,27 +261,25 @@ def _baseline_notes(rows: Sequence[Row], baseline: str | None) -> list[str]:
     ]
 
 
-SUCCESS = "test success"
-TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs", "train return (mean ± SE)")
+TABLE_HEADER = ("env", "algo", "srl_model", "budget (steps)", "seeds", "runs")
 
 
 def table_cells(
     rows: Sequence[Row], baseline: str | None, stats: Sequence[RowStats] | None = None, reference: str | None = None
 ) -> tuple[list[str], list[list[str]]]:
-    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike; with
-    ``stats`` (:func:`rlzoo.results.stats.row_stats` of the rows) the test return (and the sampled-action test
-    return, when some run played one), IQM and P(improvement) too, and with ``reference`` P(reference > row) and the
-    verdicts. A ``test success`` column (mean ``test/success_rate`` of the group's finished runs) appears when a group
-    reports one; the p column reads ``baseline`` only for a baseline row that another row is compared with, ``—``
-    where there is none."""
-    successes = any(not math.isnan(r.group.success_rate) for r in rows)
-    header = [*TABLE_HEADER, *([SUCCESS] if successes else [])]
-    sampled = stats is not None and results_stats.has_sampled(stats)
-    header += results_stats.header_cells(baseline, sampled, reference) if stats is not None else []
+    """The table as text cells (the header, then one line per row), for Markdown, HTML and W&B alike: per score of
+    :data:`rlzoo.results.scores.SCORES` that some row has (the training return always) its mean ± SE over seeds; with
+    ``stats`` (:func:`rlzoo.results.stats.row_stats` of the rows) each one's IQM and P(improvement) too, and with
+    ``reference`` P(reference > row) and the verdicts. The p column reads ``baseline`` only for a baseline row that
+    another row is compared with, ``—`` where there is none."""
+    iqm = stats is not None
+    every = stats if stats is not None else results_stats.row_stats(rows, None, reps=0, values_only=True)
+    shown = results_stats.shown_scores(every)
+    header = [*TABLE_HEADER, *results_stats.header_cells(shown, baseline, reference, iqm)]
     header += [f"p vs {baseline}"] if baseline is not None else []
     compared = _compared_baselines(rows, baseline)
     lines: list[list[str]] = []
-    for r in rows:
+    for r, stat in zip(rows, every, strict=True):
         group = r.group
         line = [
             group.env,
@@ -290,12 +288,8 @@ def table_cells(
             f"{r.budget:,}" if r.n else "—",
             str(r.n),
             r.runs_label,
-            f"{_number(r.mean)} ± {_number(r.se)}",
+            *results_stats.row_cells(stat, shown, baseline, r.is_baseline, reference, iqm),
         ]
-        if successes:
-            line.append("—" if math.isnan(group.success_rate) else f"{group.success_rate:.0%}")
-        if stats is not None:
-            line += results_stats.row_cells(stats[len(lines)], baseline, r.is_baseline, sampled, reference)
         if baseline is not None:
             line.append("baseline" if any(r is b for b in compared) else _p_value(r.p_value))
         lines.append(line)
@@ -314,10 +308,6 @@ def _compared_baselines(rows: Sequence[Row], baseline: str | None) -> list[Row]:
             not r.is_baseline and r.n and _compared_within(r, by_algo) == _compared_within(b, by_algo) for r in rows
         )
     ]
-
-
-def _number(value: float, digits: int = 1) -> str:
-    return "—" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def _p_value(value: float) -> str:

@@ -1,11 +1,11 @@
 """Aggregate statistics of the results table with rliable (Agarwal et al., 2021, "Deep RL at the edge of the
-statistical precipice"): per row, the interquartile mean (IQM) of its per-seed scores with a 95 % stratified bootstrap
-CI, the probability of improvement over the baseline row with its CI, the test return (mean ± SE over seeds), and a
-performance profile per env and budget.
+statistical precipice"): per row and per score (:data:`rlzoo.results.scores.SCORES`), its values per seed (mean ± SE),
+their interquartile mean (IQM) with a 95 % stratified bootstrap CI and that IQM as a percentage of a reference row's;
+the probability of improvement over the baseline row with its CI; a performance profile per env and budget.
 
 rliable is the optional extra ``stats`` (``pip install -e ".[stats]"``); without it the rliable cells stay empty and
-:data:`MISSING_NOTE` says how to fill them. The scores are the table's own (one per seed, see
-:func:`rlzoo.results.comparison.seed_scores`); with one env the stratified bootstrap resamples seeds.
+:data:`MISSING_NOTE` says how to fill them. The training return is the table's own score (one per seed,
+see :func:`rlzoo.results.comparison.seed_scores`); with one env the stratified bootstrap resamples seeds.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import importlib.util
 import json
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rlzoo.results.runs import Group
 
 from rlzoo.results import verdicts
+from rlzoo.results.scores import SCORES, TRAIN, Score, metric_scores, verdict_scores
 
 
 class Row(Protocol):
@@ -51,58 +52,45 @@ class Row(Protocol):
 
 REPS = 2000  # bootstrap resamples
 CONFIDENCE = 0.95
-TEST_KEY = "test/mean_return"  # metrics.json of a finished run
-SAMPLED_TEST_KEY = "test_sampled/mean_return"  # the same test episodes with sampled actions (sampled_test=true)
 MISSING_NOTE = 'IQM, its CI and P(improvement) need rliable: pip install -e ".[stats]"'
-CSV_HEADER = (
-    "test_mean", "test_se", "test_seeds", "iqm", "iqm_ci_low", "iqm_ci_high",
-    "p_improvement", "p_improvement_ci_low", "p_improvement_ci_high", "sampled_test_mean", "sampled_test_se",
-    "test_iqm", "test_iqm_ci_low", "test_iqm_ci_high", "sampled_test_iqm", "sampled_test_iqm_ci_low",
-    "sampled_test_iqm_ci_high", *verdicts.CSV_HEADER,
-)  # fmt: skip
+IQM_TITLE = "IQM [95 % CI]"
+
+
+@dataclass(frozen=True)
+class ScoreStats:
+    """One score of one row: its value per seed, their IQM with its CI, and that IQM as a percentage of the IQM of
+    the reference representation's row with its CI (NaN where undefined)."""
+
+    values: tuple[float, ...] = ()
+    iqm: float = math.nan
+    iqm_ci: tuple[float, float] = (math.nan, math.nan)
+    relative: float = math.nan
+    relative_ci: tuple[float, float] = (math.nan, math.nan)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values)) if self.values else math.nan
+
+    @property
+    def se(self) -> float:
+        n = len(self.values)
+        return float(np.std(self.values, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
 
 
 @dataclass(frozen=True)
 class RowStats:
-    """The rliable statistics and the test return of one row (NaN where undefined)."""
+    """The statistics of one row: per score of :data:`rlzoo.results.scores.SCORES`, and on the training return
+    P(improvement) over the baseline row and P(reference > row) per verdict score (NaN where undefined)."""
 
-    test_scores: tuple[float, ...] = ()
-    iqm: float = math.nan
-    iqm_ci: tuple[float, float] = (math.nan, math.nan)
+    scores: Mapping[str, ScoreStats] = field(default_factory=dict)
     improvement: float = math.nan  # P(a seed of this row scores above a seed of the baseline row)
     improvement_ci: tuple[float, float] = (math.nan, math.nan)
-    sampled_scores: tuple[float, ...] = ()  # per seed: the test episodes with sampled actions (sampled_test=true)
-    test_iqm: float = math.nan
-    test_iqm_ci: tuple[float, float] = (math.nan, math.nan)
-    sampled_iqm: float = math.nan
-    sampled_iqm_ci: tuple[float, float] = (math.nan, math.nan)
     versus: verdicts.Comparison | None = None  # P(the verdict's reference > this row), per score, and its verdicts
     is_reference: bool = False  # this row is the verdict's reference
 
-    @property
-    def test_mean(self) -> float:
-        return _mean(self.test_scores)
-
-    @property
-    def test_se(self) -> float:
-        return _se(self.test_scores)
-
-    @property
-    def sampled_mean(self) -> float:
-        return _mean(self.sampled_scores)
-
-    @property
-    def sampled_se(self) -> float:
-        return _se(self.sampled_scores)
-
-
-def _mean(scores: tuple[float, ...]) -> float:
-    return float(np.mean(scores)) if scores else math.nan
-
-
-def _se(scores: tuple[float, ...]) -> float:
-    n = len(scores)
-    return float(np.std(scores, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    def of(self, score: Score) -> ScoreStats:
+        """The statistics of ``score`` (empty when the row has none)."""
+        return self.scores.get(score.name, ScoreStats())
 
 
 def rliable_installed() -> bool:
@@ -110,19 +98,23 @@ def rliable_installed() -> bool:
     return importlib.util.find_spec("rliable") is not None
 
 
-def test_scores(row: Row, keys: Sequence[str] = (TEST_KEY,)) -> list[tuple[float, ...]]:
-    """Per ``metrics.json`` key (:data:`TEST_KEY`, :data:`SAMPLED_TEST_KEY`), one test return per seed of ``row``
-    (the mean over its finished runs with that seed); each run's file is read once."""
-    by_seed: list[dict[int, list[float]]] = [defaultdict(list) for _ in keys]
+def score_values(row: Row) -> dict[str, tuple[float, ...]]:
+    """Per score, one value per seed of ``row``: the training return (the row's own scores), and each
+    ``metrics.json`` score as the mean over the finished runs with that seed; each run's file is read once."""
+    chosen = metric_scores()
+    by_seed: dict[str, dict[int, list[float]]] = {score.name: defaultdict(list) for score in chosen}
     for run in row.group.scored_runs:
         metrics = Path(run.path) / "metrics.json"
         if run.seed in row.seeds and metrics.is_file():
             values = json.loads(metrics.read_text())
-            for key, seeds in zip(keys, by_seed, strict=True):
-                value = values.get(key)
+            for score in chosen:
+                value = values.get(score.key)
                 if value is not None and not math.isnan(float(value)):
-                    seeds[run.seed].append(float(value))
-    return [tuple(float(np.mean(seeds[seed])) for seed in sorted(seeds)) for seeds in by_seed]
+                    by_seed[score.name][run.seed].append(float(value))
+    result = {TRAIN.name: tuple(row.scores)}
+    for name, seeds in by_seed.items():
+        result[name] = tuple(float(np.mean(seeds[seed])) for seed in sorted(seeds))
+    return {name: result[name] for name in SCORES if name in result}
 
 
 def _baseline_of(row: Row, rows: Sequence[Row], baseline: str | None) -> Row | None:
@@ -162,6 +154,23 @@ def _iqm(scores: Sequence[float], seed: int, reps: int) -> tuple[float, tuple[fl
     return _interval({"x": [column]}, lambda x: np.array([metrics.aggregate_iqm(x)]), seed, reps)
 
 
+def _iqm_ratio(
+    ours: Sequence[float], theirs: Sequence[float], seed: int, reps: int
+) -> tuple[float, tuple[float, float]]:
+    """100 * IQM(ours) / IQM(theirs) with its 95 % CI: rliable's stratified bootstrap resamples the seeds of each
+    side apart (NaN when a side has no scores or the reference's IQM is 0)."""
+    from rliable import metrics
+
+    def ratio(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        below = metrics.aggregate_iqm(y)
+        return np.array([100.0 * metrics.aggregate_iqm(x) / below if below else math.nan])
+
+    if not ours or not theirs:
+        return math.nan, (math.nan, math.nan)
+    columns = [np.asarray(ours, dtype=float)[:, None], np.asarray(theirs, dtype=float)[:, None]]
+    return _interval({"x": columns}, ratio, seed, reps)
+
+
 def _reference_of(row: Row, rows: Sequence[Row], reference: str | None) -> Row | None:
     """The row of srl_model ``reference`` with the same env, budget and algorithm as ``row`` (None: none, or itself)."""
     if reference is None:
@@ -174,6 +183,52 @@ def _reference_of(row: Row, rows: Sequence[Row], reference: str | None) -> Row |
     return matches[0] if len(matches) == 1 and matches[0] is not row else None
 
 
+@dataclass(frozen=True)
+class _Settings:
+    baseline: str | None
+    reps: int
+    seed: int
+    reference: str | None
+    confidence: float
+    relative_to: str | None
+
+
+def _score_stats(
+    values: Mapping[str, tuple[float, ...]], relative: Mapping[str, tuple[float, ...]] | None, settings: _Settings
+) -> dict[str, ScoreStats]:
+    """Each score's IQM with its CI, and (against ``relative``, the reference row's values) its ratio of IQMs."""
+    result = {}
+    for name, mine in values.items():
+        ratio = (math.nan, (math.nan, math.nan))
+        if relative is not None and SCORES[name].relative:
+            ratio = _iqm_ratio(mine, relative.get(name, ()), settings.seed, settings.reps)
+        result[name] = ScoreStats(mine, *_iqm(mine, settings.seed, settings.reps), *ratio)
+    return result
+
+
+def _row_stats(
+    row: Row, rows: Sequence[Row], values: dict[int, dict[str, tuple[float, ...]]], settings: _Settings
+) -> RowStats:
+    relative = _reference_of(row, rows, settings.relative_to)
+    scores = _score_stats(values[id(row)], None if relative is None else values[id(relative)], settings)
+    improvement, improvement_ci = math.nan, (math.nan, math.nan)
+    other = _baseline_of(row, rows, settings.baseline)
+    if other is not None:
+        improvement, improvement_ci = verdicts.probability_of_improvement(
+            row.scores, other.scores, CONFIDENCE, settings.reps, settings.seed
+        )
+    versus = None
+    ref = _reference_of(row, rows, settings.reference)
+    if ref is not None:
+        judged = verdict_scores()
+        versus = verdicts.compare_scores(
+            [values[id(ref)].get(s.name, ()) for s in judged], [values[id(row)].get(s.name, ()) for s in judged],
+            settings.confidence, settings.reps, settings.seed,
+        )  # fmt: skip
+    is_reference = settings.reference is not None and row.group.srl_model == settings.reference
+    return RowStats(scores, improvement, improvement_ci, versus, is_reference)
+
+
 def row_stats(
     rows: Sequence[Row],
     baseline: str | None,
@@ -181,81 +236,58 @@ def row_stats(
     seed: int = 0,
     reference: str | None = None,
     confidence: float = CONFIDENCE,
+    relative_to: str | None = None,
+    values_only: bool = False,
 ) -> list[RowStats]:
-    """The statistics of every row, in order (only the test return when rliable is missing).
+    """The statistics of every row, in order (only the scores' values with ``values_only`` or without rliable).
 
     :param reference: an srl_model whose probability of improvement over each other row (same env, budget and
-        algorithm), with its CI at ``confidence``, decides a verdict per score (:mod:`rlzoo.results.verdicts`).
+        algorithm), with its CI at ``confidence``, decides a verdict per verdict score (:mod:`rlzoo.results.verdicts`).
+    :param relative_to: an srl_model whose IQMs the other rows' (same env, budget and algorithm) are given as a
+        percentage of, per score that allows it (:attr:`rlzoo.results.scores.Score.relative`).
     """
-    installed = rliable_installed()
-    scores = {id(row): test_scores(row, (TEST_KEY, SAMPLED_TEST_KEY)) for row in rows}
-    result = []
-    for row in rows:
-        tests, sampled = scores[id(row)]
-        if not installed or not row.n:
-            result.append(RowStats(tests, sampled_scores=sampled))
-            continue
-        iqm, iqm_ci = _iqm(row.scores, seed, reps)
-        improvement, improvement_ci = math.nan, (math.nan, math.nan)
-        other = _baseline_of(row, rows, baseline)
-        if other is not None:
-            improvement, improvement_ci = verdicts.probability_of_improvement(
-                row.scores, other.scores, CONFIDENCE, reps, seed
-            )
-        versus = None
-        ref = _reference_of(row, rows, reference)
-        if ref is not None:
-            ref_tests, ref_sampled = scores[id(ref)]
-            versus = verdicts.compare_scores(
-                (ref.scores, ref_tests, ref_sampled), (row.scores, tests, sampled), confidence, reps, seed
-            )
-        result.append(
-            RowStats(
-                tests, iqm, iqm_ci, improvement, improvement_ci, sampled, *_iqm(tests, seed, reps),
-                *_iqm(sampled, seed, reps), versus, reference is not None and row.group.srl_model == reference,
-            )
-        )  # fmt: skip
-    return result
-
-
-def _number(value: float, digits: int = 1) -> str:
-    return "—" if math.isnan(value) else f"{value:.{digits}f}"
-
-
-def has_sampled(stats: Sequence[RowStats]) -> bool:
-    """Whether some row's runs played a sampled-action test (``sampled_test=true``): the table shows its column."""
-    return any(s.sampled_scores for s in stats)
-
-
-def header_cells(baseline: str | None, sampled: bool = False, reference: str | None = None) -> list[str]:
-    """The columns the statistics add to the results table (``sampled``: the sampled-action test return too;
-    ``reference``: P(reference > row) and the verdicts)."""
+    settings = _Settings(baseline, reps, seed, reference, confidence, relative_to)
+    values = {id(row): score_values(row) for row in rows}
+    plain = values_only or not rliable_installed()
     return [
-        "test return (mean ± SE)",
-        *(["sampled test return (mean ± SE)"] if sampled else []),
-        "IQM [95 % CI]",
-        "test IQM [95 % CI]",
-        *(["sampled test IQM [95 % CI]"] if sampled else []),
-        *([f"P(> {baseline}) [95 % CI]"] if baseline is not None else []),
-        *(verdicts.header(reference) if reference is not None else []),
+        _row_stats(row, rows, values, settings)
+        if row.n and not plain
+        else RowStats({name: ScoreStats(v) for name, v in values[id(row)].items()})
+        for row in rows
     ]
 
 
-def _iqm_cell(iqm: float, ci: tuple[float, float]) -> str:
-    return "—" if math.isnan(iqm) else f"{iqm:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]"
+def shown_scores(stats: Sequence[RowStats]) -> list[Score]:
+    """The scores a table shows: the training return, and each other score some row has a value of."""
+    return [s for s in SCORES.values() if s is TRAIN or any(stat.of(s).values for stat in stats)]
+
+
+def header_cells(
+    shown: Sequence[Score], baseline: str | None, reference: str | None = None, iqm: bool = True
+) -> list[str]:
+    """The score columns of the results table: mean ± SE of each score ``shown``, then (``iqm``: the statistics were
+    computed) their IQMs, P(> baseline), and with ``reference`` P(reference > row) and the verdicts."""
+    return [
+        *(f"{score.title} (mean ± SE)" for score in shown),
+        *((f"{score.title} {IQM_TITLE}" for score in shown) if iqm else ()),
+        *([f"P(> {baseline}) [95 % CI]"] if baseline is not None and iqm else []),
+        *(verdicts.header(reference) if reference is not None and iqm else []),
+    ]
 
 
 def row_cells(
-    stats: RowStats, baseline: str | None, is_baseline: bool, sampled: bool = False, reference: str | None = None
+    stats: RowStats,
+    shown: Sequence[Score],
+    baseline: str | None,
+    is_baseline: bool,
+    reference: str | None = None,
+    iqm: bool = True,
 ) -> list[str]:
     """One row's cells under :func:`header_cells`."""
-    cells = [
-        f"{_number(stats.test_mean)} ± {_number(stats.test_se)}",
-        *([f"{_number(stats.sampled_mean)} ± {_number(stats.sampled_se)}"] if sampled else []),
-        _iqm_cell(stats.iqm, stats.iqm_ci),
-        _iqm_cell(stats.test_iqm, stats.test_iqm_ci),
-        *([_iqm_cell(stats.sampled_iqm, stats.sampled_iqm_ci)] if sampled else []),
-    ]
+    cells = [f"{s.format(stats.of(s).mean)} ± {s.format(stats.of(s).se)}" for s in shown]
+    if not iqm:
+        return cells
+    cells += [s.interval(stats.of(s).iqm, stats.of(s).iqm_ci) for s in shown]
     if baseline is not None:
         p_low, p_high = stats.improvement_ci
         value = f"{stats.improvement:.2f} [{p_low:.2f}, {p_high:.2f}]"
@@ -265,21 +297,35 @@ def row_cells(
     return cells
 
 
+def csv_header() -> list[str]:
+    """The statistics' CSV columns: per score its seeds, mean, SE, IQM with its CI and IQM as a percentage of the
+    reference's with its CI; P(improvement) with its CI; the verdicts' columns."""
+    columns = ("seeds", "mean", "se", "iqm", "iqm_ci_low", "iqm_ci_high", "pct_of_ref", "pct_of_ref_ci_low",
+               "pct_of_ref_ci_high")  # fmt: skip
+    per_score = [f"{score.csv}{column}" for score in SCORES.values() for column in columns]
+    return [*per_score, "p_improvement", "p_improvement_ci_low", "p_improvement_ci_high", *verdicts.csv_header()]
+
+
 def csv_cells(stats: RowStats) -> list[Any]:
-    """One row's values under :data:`CSV_HEADER` (empty where undefined)."""
-    values = [stats.test_mean, stats.test_se, None, stats.iqm, *stats.iqm_ci, stats.improvement, *stats.improvement_ci,
-              stats.sampled_mean, stats.sampled_se, stats.test_iqm, *stats.test_iqm_ci, stats.sampled_iqm,
-              *stats.sampled_iqm_ci]  # fmt: skip
-    cells: list[Any] = ["" if v is None or math.isnan(v) else f"{v:.6g}" for v in values]
-    cells[2] = len(stats.test_scores)
+    """One row's values under :func:`csv_header` (empty where undefined)."""
+    cells: list[Any] = []
+    for score in SCORES.values():
+        of = stats.of(score)
+        values = [of.mean, of.se, of.iqm, *of.iqm_ci, of.relative, *of.relative_ci]
+        cells += [len(of.values), *(_csv_number(v) for v in values)]
+    cells += [_csv_number(v) for v in (stats.improvement, *stats.improvement_ci)]
     return cells + verdicts.csv_cells(stats.versus)
+
+
+def _csv_number(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.6g}"
 
 
 CAPTION = (
     "train return: each seed's mean over its last {last} training episodes at the budget; test return: each seed's "
     "mean over its test episodes after training (sampled test return, runs with sampled_test=true: the same episodes "
-    "with sampled actions); mean ± SE over seeds. IQM: interquartile mean of the seeds' train "
-    "returns (test IQM: of their test returns), 95 % stratified bootstrap CI ({reps} resamples, rliable); "
+    "with sampled actions; test success: the share of them that succeeded); mean ± SE over seeds. IQM: interquartile "
+    "mean of a score over the seeds, 95 % stratified bootstrap CI ({reps} resamples, rliable); "
     "P(> baseline): probability that a seed scores above a seed of the baseline (rliable's probability of "
     "improvement), with its 95 % CI. A verdict reads the CI of P(reference > row): above when it lies above 0.5, "
     "below when it lies below, not resolved when it contains 0.5."

@@ -3,11 +3,12 @@ each other row of the results table?
 
 For a reference row R and another row X with the same env, budget and algorithm, the probability of improvement
 P(R > X) (rliable: the chance that a seed of R scores above a seed of X, ties counting half) is estimated with its
-stratified bootstrap CI, once per score: the last-100 training return, the greedy test return and the sampled test
-return. The verdict follows the CI alone: **above** when its lower end is above 0.5, **below** when its upper end is
-below 0.5, and **not resolved at N seeds** when it contains 0.5 (N: the smaller seed count of the two rows), or when
-either row has fewer than :data:`MIN_SEEDS` seeds: a bootstrap over 3 seeds resamples too few values for its interval
-to mean anything (srl_splits against random features at 3 seeds gives [0.56, 1.00]), so no verdict comes from it.
+stratified bootstrap CI, once per score that verdicts read (:func:`rlzoo.results.scores.verdict_scores`: the
+last-100 training return, the greedy test return and the sampled test return). The verdict follows the CI alone:
+**above** when its lower end is above 0.5, **below** when its upper end is below 0.5, and **not resolved at N seeds**
+when it contains 0.5 (N: the smaller seed count of the two rows), or when either row has fewer than
+:data:`MIN_SEEDS` seeds: a bootstrap over 3 seeds resamples too few values for its interval to mean anything
+(srl_splits against random features at 3 seeds gives [0.56, 1.00]), so no verdict comes from it.
 """
 
 from __future__ import annotations
@@ -21,13 +22,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlzoo.errors import ConfigError
+from rlzoo.results.scores import verdict_scores
 
 ABOVE, BELOW = "above", "below"
 MIN_SEEDS = 5  # fewer seeds on either side: never a verdict
-SCORES = ("train", "greedy test", "sampled test")
-CSV_HEADER = tuple(
-    f"{prefix}_{score.replace(' ', '_')}" for score in SCORES for prefix in ("p_of", "p_of_ci_low", "p_of_ci_high")
-) + tuple(f"verdict_{score.replace(' ', '_')}" for score in SCORES)
+
+
+def csv_header() -> list[str]:
+    """The verdicts' CSV columns: per verdict score P(reference > row) and its CI, then each verdict."""
+    names = [score.name.replace(" ", "_") for score in verdict_scores()]
+    probabilities = [f"{prefix}_{name}" for name in names for prefix in ("p_of", "p_of_ci_low", "p_of_ci_high")]
+    return probabilities + [f"verdict_{name}" for name in names]
 
 
 def check_reference(reference: str | None, srl_models: Sequence[str]) -> None:
@@ -66,11 +71,11 @@ def verdict(ci: tuple[float, float], seeds: int) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
-    """P(reference > row) per score with its CI and verdict (NaN and empty where a side has no score)."""
+    """P(reference > row) per verdict score with its CI and verdict (NaN and empty where a side has no score)."""
 
-    points: tuple[float, ...] = (math.nan,) * len(SCORES)
-    intervals: tuple[tuple[float, float], ...] = ((math.nan, math.nan),) * len(SCORES)
-    verdicts: tuple[str, ...] = ("",) * len(SCORES)
+    points: tuple[float, ...]
+    intervals: tuple[tuple[float, float], ...]
+    verdicts: tuple[str, ...]
 
     @property
     def defined(self) -> bool:
@@ -114,7 +119,7 @@ def probability_of_improvement(
 def compare_scores(
     reference: Sequence[Sequence[float]], other: Sequence[Sequence[float]], confidence: float, reps: int, seed: int
 ) -> Comparison:
-    """:class:`Comparison` of two rows' scores, given per score of :data:`SCORES` (one value per seed each)."""
+    """:class:`Comparison` of two rows' scores, given per verdict score (one value per seed each)."""
     points, intervals, verdicts = [], [], []
     for ours, theirs in zip(reference, other, strict=True):
         if len(ours) < 1 or len(theirs) < 1:
@@ -130,8 +135,8 @@ def compare_scores(
 
 
 def cells(comparison: Comparison | None, is_reference: bool) -> list[str]:
-    """The table's two cells: P(reference > row) on the training return [CI], and the verdicts train / greedy /
-    sampled (``reference`` on the reference's own row, ``—`` where there is nothing to compare)."""
+    """The table's two cells: P(reference > row) on the first verdict score (the training return) [CI], and the
+    verdict per verdict score (``reference`` on the reference's own row, ``—`` where there is nothing to compare)."""
     if is_reference:
         return ["reference", "reference"]
     if comparison is None or not comparison.defined:
@@ -142,13 +147,14 @@ def cells(comparison: Comparison | None, is_reference: bool) -> list[str]:
 
 
 def header(reference: str) -> list[str]:
-    return [f"P({reference} > row), train [CI]", f"{reference} is (train / greedy test / sampled test)"]
+    names = [score.name for score in verdict_scores()]
+    return [f"P({reference} > row), {names[0]} [CI]", f"{reference} is ({' / '.join(names)})"]
 
 
 def csv_cells(comparison: Comparison | None) -> list[str]:
-    """The values under :data:`CSV_HEADER` (empty where undefined)."""
+    """The values under :func:`csv_header` (empty where undefined)."""
     if comparison is None:
-        return [""] * len(CSV_HEADER)
+        return [""] * len(csv_header())
     numbers = [
         "" if math.isnan(v) else f"{v:.6g}"
         for point, interval in zip(comparison.points, comparison.intervals, strict=True)
