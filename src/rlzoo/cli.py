@@ -115,11 +115,14 @@ def _check_choices() -> None:
 
 def run_checked(main: Callable[[], object], entrypoint: str, config_name: str) -> None:
     """Run a Hydra ``main`` once the command line's group options are checked: a missing one (``logger=tensorboard``)
-    or ``group=null`` exits with one line, before Hydra composes anything (:func:`rlzoo.config.check_group_choices`)."""
+    or ``group=null`` exits with one line, before Hydra composes anything (:func:`rlzoo.config.check_group_choices`);
+    so do a sweep without ``-m`` and a key the config lacks, given without ``+`` (:mod:`rlzoo.overrides`)."""
     from rlzoo.config import check_group_choices
+    from rlzoo.overrides import check_overrides
 
     try:
         check_group_choices(config_name, sys.argv[1:])
+        check_overrides(config_name, sys.argv[1:])
     except ConfigError as error:
         sys.exit(f"{entrypoint}: error: {error}")
     main()
