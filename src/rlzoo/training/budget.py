@@ -2,7 +2,8 @@
 
 - ``total_episodes``: training stops once that many training episodes have ended (summed over envs); the schedules
   (learning rate, exploration ...) still run over ``total_timesteps`` and hold their end values past it.
-- ``progress_bar``: steps (or episodes) done, steps/s and ETA, on stderr.
+- ``progress_bar``: steps (or episodes) done, steps/s and ETA, on stderr: a bar on a terminal, a line every 10 s when
+  stderr is a file (:mod:`rlzoo.progress_lines`).
 - ``max_train_seconds``: training also stops once the run has trained this many wall seconds (the schedules still
   run over ``total_timesteps``).
 - :class:`RunClock`: the time a run has trained, continued by a resumed run (monitor ``t``, ``time/time_elapsed``).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from rlzoo.errors import ConfigError
+from rlzoo.progress_lines import Mode, ProgressLines, progress_mode
 from rlzoo.training.settings import RunSettings
 
 # learn()'s step budget when training stops at an episode count instead.
@@ -94,13 +96,39 @@ class ProgressBar(BaseCallback):
             self._bar = None
 
 
-def show_progress(setting: bool | str) -> bool:
-    """``progress_bar``: true, false, or auto (on an interactive terminal, not in a sweep)."""
-    if setting != "auto":
-        return bool(setting)
+class LineProgress(BaseCallback):
+    """Progress lines of training (:class:`~rlzoo.progress_lines.ProgressLines`): the clock is read once every
+    :attr:`CHECK_EVERY` vec-env steps, so that the lines cost nothing measurable.
+
+    :param count: the units done so far (steps or episodes).
+    """
+
+    CHECK_EVERY = 16
+
+    def __init__(self, lines: ProgressLines, count: Callable[[], int]) -> None:
+        super().__init__()
+        self.lines, self.count = lines, count
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.CHECK_EVERY == 0:
+            self.lines.update(self.count())
+        return True
+
+    def _on_training_end(self) -> None:
+        self.lines.finish(self.count())
+
+
+def progress_of(setting: bool | str) -> Mode:
+    """``progress_bar``: true (a bar), false (nothing), or auto (a bar on an interactive terminal, not in a sweep;
+    progress lines otherwise)."""
     from rlzoo.cli import in_multirun
 
-    return sys.stderr.isatty() and not in_multirun()
+    return progress_mode(setting, sweep=setting == "auto" and in_multirun())
+
+
+def show_progress(setting: bool | str) -> bool:
+    """Whether ``progress_bar`` asks for a bar (:func:`progress_of`)."""
+    return progress_of(setting) == "bar"
 
 
 @dataclass(frozen=True)
@@ -195,15 +223,19 @@ def learn(
     if settings.total_episodes is not None:
         if episodes_done >= settings.total_episodes:
             return
-        extra.append(EpisodeBudget(settings.total_episodes, episodes_done))
+        budget = EpisodeBudget(settings.total_episodes, episodes_done)
+        extra.append(budget)
         steps, horizon = UNBOUNDED_STEPS, settings.total_timesteps
-        bar = ProgressBar(settings.total_episodes, episodes_done, "episodes")
+        total, done, unit, count = settings.total_episodes, episodes_done, "episodes", lambda: budget.done
     else:
         steps = settings.total_timesteps - model.num_timesteps
         if steps <= 0:
             return
-        bar = ProgressBar(settings.total_timesteps, model.num_timesteps)
-    if show_progress(settings.progress_bar):
-        extra.append(bar)
+        total, done, unit, count = settings.total_timesteps, model.num_timesteps, "steps", lambda: model.num_timesteps
+    mode = progress_of(settings.progress_bar)
+    if mode == "bar":
+        extra.append(ProgressBar(total, done, unit))
+    elif mode == "lines" and settings.verbose > 0:
+        extra.append(LineProgress(ProgressLines("training", total, unit, done=done), count))
     with schedule_horizon(model, horizon) if horizon is not None else nullcontext():
         model.learn(steps, callback=[*callbacks, *extra], progress_bar=False, reset_num_timesteps=not resumed)

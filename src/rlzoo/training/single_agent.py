@@ -15,7 +15,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from rlzoo.gc_tuning import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
-from rlzoo.training.budget import RunClock, episodes_logged, learn, show_progress
+from rlzoo.training.budget import RunClock, episodes_logged, learn, progress_of
 from rlzoo.training.build import RunBuilder, test_cut_warning
 from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.episodes import Progress, play_episodes, summarize
@@ -169,8 +169,8 @@ def _play_test(
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
         test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes), test_phase=True)
         try:
-            bar = show_progress(settings.progress_bar)
-            progress = Progress("test episodes", bar=bar, lines=not bar and settings.verbose > 0)
+            mode = progress_of(settings.progress_bar)
+            progress = Progress("test episodes", bar=mode == "bar", lines=mode == "lines" and settings.verbose > 0)
             results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic,
                                     progress=progress)  # fmt: skip
         finally:
