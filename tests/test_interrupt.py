@@ -1,8 +1,10 @@
 """Ctrl-C during training: one line naming the checkpoint kept and the command that resumes, exit status 130; the
-resumed run says that it resumed and from which step, and that an off-policy buffer starts empty when it does."""
+resumed run says that it resumed and from which step, and that an off-policy buffer starts empty when it does; it
+keeps the run's seed, progress.csv's columns and the count of iterations."""
 
 from __future__ import annotations
 
+import csv
 import logging
 import signal
 import subprocess
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stable_baselines3 import PPO
 
 from conftest import TINY_OFF_POLICY, TINY_ON_POLICY, Compose
 from rlzoo.rundir import RunDir
@@ -40,7 +43,7 @@ def _interrupt_at_second_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_interrupted_run_names_its_checkpoint_and_resumes_saying_so(
     compose: Compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    overrides = ["algo=ppo", "env=CartPole", "n_envs=1", *TINY_ON_POLICY, *QUIET]
+    overrides = ["algo=ppo", "env=CartPole", "n_envs=1", *TINY_ON_POLICY, *QUIET, "seed=3"]
     run = RunDir(tmp_path / "run")
     assert interrupted_line(run) == "nothing was written"
     with monkeypatch.context() as patch:
@@ -56,6 +59,17 @@ def test_an_interrupted_run_names_its_checkpoint_and_resumes_saying_so(
     assert f"resuming {run.path} from its checkpoint at step 128" in caplog.messages
     assert not [m for m in caplog.messages if "replay buffer" in m]  # on-policy: no buffer to speak of
     assert run.resumes() == [128] and run.is_finished()
+    whole = RunDir(tmp_path / "whole")
+    train(compose(overrides, run_dir=whole.path))
+    assert _progress(run) == _progress(whole)  # the same columns in the same order, time/iterations counting on
+    assert PPO.load(run.model).seed == PPO.load(whole.model).seed == 3  # the run's own seed
+
+
+def _progress(run: RunDir) -> tuple[list[str], list[str]]:
+    """progress.csv's header and its time/iterations column."""
+    rows = list(csv.reader(run.progress.read_text().splitlines()))
+    column = rows[0].index("time/iterations")
+    return rows[0], [row[column] for row in rows[1:]]
 
 
 def test_an_off_policy_run_resumed_without_its_buffer_says_it_starts_empty(

@@ -21,6 +21,7 @@ from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from rlzoo.errors import ConfigError
 from rlzoo.progress_lines import Mode, ProgressLines, progress_mode
@@ -194,6 +195,31 @@ def schedule_horizon(model: BaseAlgorithm, horizon: int) -> Iterator[None]:
         model.__class__ = base
 
 
+@contextmanager
+def iterations_from(model: BaseAlgorithm, done: int) -> Iterator[None]:
+    """While a resumed on-policy run learns, ``time/iterations`` counts on from the ``done`` iterations before its
+    checkpoint (SB3 counts from 0 in every ``learn()``); the model's class is swapped for ``learn()`` only, as in
+    :func:`schedule_horizon`."""
+    base: Any = type(model)  # an on-policy class: its dump_logs takes the iteration
+
+    def dump_logs(self: BaseAlgorithm, iteration: int = 0) -> None:
+        base.dump_logs(self, iteration + done)
+
+    model.__class__ = type(base.__name__, (base,), {"dump_logs": dump_logs, "__module__": base.__module__})
+    try:
+        yield
+    finally:
+        model.__class__ = base
+
+
+def iterations_done(model: BaseAlgorithm) -> int:
+    """The rollouts an on-policy model has collected (0 for other algorithms): checkpoints are taken at rollout
+    starts, so a resumed run's step counter is a whole number of rollouts."""
+    if not isinstance(model, OnPolicyAlgorithm):
+        return 0
+    return int(model.num_timesteps) // (model.n_steps * model.n_envs)
+
+
 def episodes_logged(monitor_files: Sequence[Path]) -> int:
     """Training episodes already in a run's monitor files (a resumed run's, cut back to its checkpoint)."""
     total = 0
@@ -237,5 +263,9 @@ def learn(
         extra.append(ProgressBar(total, done, unit))
     elif mode == "lines" and settings.verbose > 0:
         extra.append(LineProgress(ProgressLines("training", total, unit, done=done), count))
-    with schedule_horizon(model, horizon) if horizon is not None else nullcontext():
+    iterations = iterations_done(model) if resumed else 0
+    with (
+        schedule_horizon(model, horizon) if horizon is not None else nullcontext(),
+        iterations_from(model, iterations) if iterations else nullcontext(),
+    ):
         model.learn(steps, callback=[*callbacks, *extra], progress_bar=False, reset_num_timesteps=not resumed)
