@@ -65,30 +65,35 @@ def test_a_bad_test_steps_is_one_line(compose: Compose, tmp_path: Path, bad: str
 
 
 def test_progress_lines_without_a_terminal(
-    compose: Compose, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    compose: Compose, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """stderr is not a terminal under pytest: no bar, but plain log lines (episodes done, steps, elapsed seconds)
-    while the test episodes play; none at verbose=0."""
-    monkeypatch.setattr("rlzoo.training.episodes.LINE_SECONDS", 0.0)  # a line at every step
+    """stderr is not a terminal under pytest: no bar, but progress lines (episodes done of all, rate, steps) while
+    the training and the test episodes play; none at verbose=0."""
+    monkeypatch.setattr("rlzoo.progress_lines.LINE_SECONDS", 0.0)  # a line whenever the clock is read
     run = ["algo=ppo", "env=CartPole", "n_envs=1", *TINY_ON_POLICY, "total_timesteps=64", "test_episodes=3"]
-    with caplog.at_level(logging.INFO, logger="rlzoo"):
-        train(compose([*run, "checkpoint_freq=0", "logger.formats=[csv]", "verbose=1"], tmp_path / "talk"))
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("test episodes: ")]
-    assert lines and all(re.fullmatch(r"test episodes: [0-3]/3 done, \d+ steps, \d+ s", line) for line in lines)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="rlzoo"):
-        train(compose([*run, *QUIET], tmp_path / "quiet"))
-    assert not [r for r in caplog.records if r.getMessage().startswith("test episodes: ")]
+    train(compose([*run, "checkpoint_freq=0", "logger.formats=[csv]", "verbose=1"], tmp_path / "talk"))
+    err = capsys.readouterr().err.splitlines()
+    tests = [line for line in err if line.startswith("test episodes: ")]
+    assert tests and all(re.match(r"test episodes: [0-3]/3 episodes \(\d+%\), .*elapsed .*, [\d,]+ steps$", line)
+                         for line in tests)  # fmt: skip
+    training = [line for line in err if line.startswith("training: ")]
+    assert training and all(re.match(r"training: \d+/64 steps \(\d+%\), ", line) for line in training)
+    assert training[-1].startswith("training: 64/64 steps (100%)")  # the last line at the end of training
+    train(compose([*run, *QUIET], tmp_path / "quiet"))
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith(("test episodes", "train"))]
 
 
-def test_progress_lines_come_at_most_every_few_seconds(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="rlzoo"), _EpisodeBar(Progress("test episodes", lines=True), 10) as bar:
+def test_progress_lines_come_at_most_every_ten_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    with _EpisodeBar(Progress("test episodes", lines=True), 10) as bar:
         for step in range(1000):
             bar.show(step // 100, 1)
-        assert not caplog.records  # 1,000 steps in well under LINE_SECONDS
-        bar._logged -= 5.0  # five seconds since the last line
+        assert not capsys.readouterr().err  # 1,000 steps in well under ten seconds
+        assert bar._lines is not None
+        bar._lines.due -= 10.0  # ten seconds since the phase started
         bar.show(10, 1)
-    assert [r.getMessage().split(",")[:2] for r in caplog.records] == [["test episodes: 10/10 done", " 1001 steps"]]
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(", ")[0] for line in lines] == ["test episodes: 10/10 episodes (100%)"] * 2  # + the last
+    assert lines[0].endswith("1,001 steps")
 
 
 def test_atari_pairs_play_ten_test_games(compose: Compose, tmp_path: Path) -> None:

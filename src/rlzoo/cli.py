@@ -19,6 +19,7 @@ from typing import ParamSpec, TypeVar
 from rlzoo.errors import ConfigError, RunFailure
 
 P = ParamSpec("P")
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT)
 R = TypeVar("R")
 
 
@@ -115,19 +116,30 @@ def _check_choices() -> None:
 
 def run_checked(main: Callable[[], object], entrypoint: str, config_name: str) -> None:
     """Run a Hydra ``main`` once the command line's group options are checked: a missing one (``logger=tensorboard``)
-    or ``group=null`` exits with one line, before Hydra composes anything (:func:`rlzoo.config.check_group_choices`)."""
+    or ``group=null`` exits with one line, before Hydra composes anything (:func:`rlzoo.config.check_group_choices`);
+    so do a sweep without ``-m`` and a key the config lacks, given without ``+`` (:mod:`rlzoo.overrides`)."""
     from rlzoo.config import check_group_choices
+    from rlzoo.overrides import check_overrides
 
     try:
         check_group_choices(config_name, sys.argv[1:])
+        check_overrides(config_name, sys.argv[1:])
     except ConfigError as error:
         sys.exit(f"{entrypoint}: error: {error}")
     main()
 
 
+def _exit_if_interrupted(entrypoint: str, error: BaseException) -> None:
+    """Ctrl-C: one line on stderr (what the entrypoint kept and how to go on, when it says) and exit status 130."""
+    if isinstance(error, KeyboardInterrupt):
+        print(f"{entrypoint}: interrupted{f': {error}' if str(error) else ''}", file=sys.stderr, flush=True)
+        sys.exit(INTERRUPTED)
+
+
 def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a Hydra ``main``: a :class:`ConfigError` (or :class:`RunFailure`) exits with
-    ``<entrypoint>: error: <message>``; a command that fails before writing leaves no output dir.
+    ``<entrypoint>: error: <message>``; Ctrl-C with ``<entrypoint>: interrupted[: <what the entrypoint says>]`` and
+    status 130; a command that fails before writing leaves no output dir.
 
     :param summarised_sweeps: the entrypoint's sweeps have a summary callback (:mod:`rlzoo.results.sweep`): a
         failing job records its error and returns, so that the sweep ends with the summary's counts, not a traceback.
@@ -151,9 +163,10 @@ def one_line_errors(entrypoint: str, *, summarised_sweeps: bool = False) -> Call
                 if isinstance(error, ConfigError | RunFailure):
                     sys.exit(f"{entrypoint}: error: {error}")
                 raise
-            except BaseException:
+            except BaseException as error:
                 if not in_multirun():
                     discard_output_dir()
+                    _exit_if_interrupted(entrypoint, error)
                 raise
 
         return wrapped

@@ -15,13 +15,13 @@ import gymnasium as gym
 import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from rlzoo.any_env.spec import EnvSpec, check_env_id
 from rlzoo.cli import discard_output_dir_if_elsewhere, one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR, instantiate
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
+from rlzoo.progress_lines import PhaseProgress, progress_mode
 from rlzoo.schema import at_least, parse
 from rlzoo.srl import collection
 from rlzoo.srl.dataset import ARRAYS, METADATA, save_dataset
@@ -113,9 +113,10 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     def task(index: int) -> collection.EpisodeTask:
         return collection.EpisodeTask(spec, image_size, policy, seed + index, episode_frames)
 
-    with tqdm(total=n_samples, unit="frame", disable=not settings.progress_bar, desc="collect") as bar:
+    mode = progress_mode("auto" if settings.progress_bar else False)
+    with PhaseProgress("collect", n_samples, "frames", mode) as progress:
         frames, n_episodes = collection.collect_frames(
-            task, n_samples, n_workers, lambda n: bar.update(n - bar.n), max_episodes=settings.n_episodes
+            task, n_samples, n_workers, progress.update, max_episodes=settings.n_episodes
         )
     arrays = frames.arrays()
     metadata = {

@@ -75,7 +75,14 @@ def main(cfg: DictConfig) -> float:
     overrides = [o for o in hydra_cfg.overrides.task if o.split("=", 1)[0] != "resume"]
     if Path(str(cfg.resume or cfg.run_dir)).resolve() != Path(hydra_cfg.runtime.output_dir).resolve():
         discard_output_dir()  # the run writes elsewhere (resume=, run_dir=): Hydra's own folder would stay empty
-    metrics = train(cfg, overrides)
+    try:
+        metrics = train(cfg, overrides)
+    except KeyboardInterrupt:  # Ctrl-C: one line naming what was kept and the command that resumes
+        from rlzoo.rundir import RunDir
+        from rlzoo.training.resume import interrupted_line
+
+        run = RunDir(Path(str(cfg.resume or cfg.run_dir)))
+        raise KeyboardInterrupt(interrupted_line(run, bool(cfg.get("checkpoint_buffer", True)))) from None
     mean_return = metrics.get("test/mean_return", float("nan"))
     run_dir = cfg.resume or cfg.run_dir
     print(f"rlzoo.train: {run_dir}: {int(metrics['train/timesteps'])} steps, {console_figures(metrics)}")

@@ -14,6 +14,8 @@ from omegaconf import DictConfig
 
 from rlzoo.agents.loaded_agent import TestAgent
 from rlzoo.rundir import RunDir
+from rlzoo.training.budget import progress_of
+from rlzoo.training.episodes import Progress
 from rlzoo.training.kind import RUN_KEYS, SINGLE_AGENT, Replayed, ReplayRequest, Resources
 from rlzoo.training.plan import RunPlan, plan_run
 from rlzoo.training.run import run
@@ -68,7 +70,7 @@ class SingleAgent:
         episodes = run_episodes(
             loaded, request.episodes, deterministic=request.deterministic, seed=request.seed, frames=request.frames,
             positions=TRAJECTORY in request.plots, probabilities=ACTION_PROBABILITIES in request.plots,
-            envs=loaded.plan.settings.test_envs,
+            envs=loaded.plan.settings.test_envs, progress=_replay_progress(),
         )  # fmt: skip
         returns, lengths = [e.ret for e in episodes], [e.length for e in episodes]
         rows = [f"{i},{r:.6g},{n}" for i, (r, n) in enumerate(zip(returns, lengths, strict=True))]
@@ -77,6 +79,12 @@ class SingleAgent:
         summary = _summary(loaded, request, returns, lengths)
         fps, figures = _render_fps(loaded, request), _figures(loaded, episodes, request)
         return Replayed(loaded.label, summary, returns, lengths, table, frames, fps, figures)
+
+
+def _replay_progress() -> Progress:
+    """The replay's progress: a bar on an interactive terminal, progress lines otherwise."""
+    mode = progress_of("auto")
+    return Progress("replay", bar=mode == "bar", lines=mode == "lines")
 
 
 def _summary(loaded: LoadedRun, request: ReplayRequest, returns: list[float], lengths: list[int]) -> str:

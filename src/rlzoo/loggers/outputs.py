@@ -12,7 +12,13 @@ from numbers import Integral, Real
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from stable_baselines3.common.logger import CSVOutputFormat, KVWriter, Logger, make_output_format
+from stable_baselines3.common.logger import (
+    CSVOutputFormat,
+    KVWriter,
+    Logger,
+    filter_excluded_keys,
+    make_output_format,
+)
 
 from rlzoo.errors import ConfigError
 from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost, service_errors, set_aside
@@ -84,7 +90,9 @@ class WandbWriter(KVWriter):
 
 
 class AppendingCSVOutputFormat(CSVOutputFormat):
-    """SB3's CSV writer, continuing an existing file (a resumed run) instead of truncating it."""
+    """SB3's CSV writer, continuing an existing file (a resumed run) instead of truncating it; new columns are added
+    in sorted order (SB3 adds them in a set's order, which changes from process to process), so that a resumed run
+    and the uninterrupted one write the same header."""
 
     def __init__(self, filename: str) -> None:
         if not os.path.isfile(filename) or os.path.getsize(filename) == 0:
@@ -95,6 +103,22 @@ class AppendingCSVOutputFormat(CSVOutputFormat):
         self.separator = ","
         self.quotechar = '"'
         self.file.seek(0, os.SEEK_END)
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        extra = sorted(filter_excluded_keys(key_values, key_excluded, "csv").keys() - set(self.keys))
+        if extra:
+            self._add_columns(extra)
+        super().write(key_values, key_excluded, step)  # no new keys left for SB3 to add
+
+    def _add_columns(self, extra: list[str]) -> None:
+        """Rewrite the file with ``extra`` columns after the others (empty in the rows already written)."""
+        self.file.seek(0)
+        lines = self.file.readlines()
+        self.keys.extend(extra)
+        self.file.seek(0)
+        self.file.write(self.separator.join(self.keys) + "\n")
+        for line in lines[1:]:
+            self.file.write(line[:-1] + self.separator * len(extra) + "\n")
 
 
 def comparison_columns(config: dict[str, Any]) -> dict[str, Any]:

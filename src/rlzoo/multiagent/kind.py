@@ -30,8 +30,9 @@ from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
 from rlzoo.multiagent.playback import replay_multiagent
 from rlzoo.multiagent.run_state import MultiagentStateWriter, finish_restore, restore_team
+from rlzoo.progress_lines import ProgressLines
 from rlzoo.rundir import FINAL, LEARNERS, MODEL, RunDir
-from rlzoo.training.budget import RunClock
+from rlzoo.training.budget import LineProgress, RunClock, progress_of
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
 from rlzoo.training.episodes import return_statistics
@@ -198,10 +199,12 @@ class MultiagentLearning:
         self.team.learners.share_loggers()
         collect_from_here()
         finish_restore(self.restored, self.team)
+        lines = _TrainingLines(settings.total_episodes, settings.total_timesteps, self.episodes, self.steps)
 
         def on_episode(episode: MultiagentEpisode, steps: int) -> None:
             nonlocal due
             self.episodes += 1
+            lines.episode(self.episodes)
             self.curves[""].add(episode.total, start + steps)
             for key in self.plan.agents:
                 self.curves[key].add(episode.returns.get(key, 0.0), start + steps)
@@ -213,8 +216,10 @@ class MultiagentLearning:
 
         def on_step(steps: int) -> None:
             self.steps = start + steps
+            lines.step(steps, self.steps)
 
         play(self.env, self.team, budget, settings.seed + self.episodes, on_episode, on_step)
+        lines.finish(self.episodes, self.steps)
         if every and (self.steps >= due or requeue.received):  # the end of training (learning_ended hands it on)
             self._checkpoint(clock)
         for curve in self.curves.values():
@@ -260,3 +265,26 @@ def summarize(episodes: list[MultiagentEpisode], keys: list[str]) -> dict[str, f
             for outcome in OUTCOMES:
                 metrics[f"test/{key}/{outcome}_rate"] = sum(e.outcome(key) == outcome for e in episodes) / len(episodes)
     return metrics
+
+
+class _TrainingLines:
+    """Progress lines of a multi-agent run's training (episodes or steps, as its budget counts) when stderr is not a
+    terminal; the clock is read every :attr:`LineProgress.CHECK_EVERY` actions."""
+
+    def __init__(self, total_episodes: int | None, total_timesteps: int, episodes: int, steps: int) -> None:
+        self.by_episodes = bool(total_episodes)
+        counted = (total_episodes, episodes, "episodes") if total_episodes else (total_timesteps, steps, "steps")
+        shown = progress_of("auto") == "lines"
+        self.lines = ProgressLines("training", counted[0], counted[2], done=counted[1]) if shown else None
+
+    def step(self, taken: int, steps: int) -> None:
+        if self.lines is not None and not self.by_episodes and taken % LineProgress.CHECK_EVERY == 0:
+            self.lines.update(steps)
+
+    def episode(self, episodes: int) -> None:
+        if self.lines is not None and self.by_episodes:
+            self.lines.update(episodes)
+
+    def finish(self, episodes: int, steps: int) -> None:
+        if self.lines is not None:
+            self.lines.finish(episodes if self.by_episodes else steps)

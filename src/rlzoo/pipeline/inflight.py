@@ -32,6 +32,7 @@ from pathlib import Path
 
 from rlzoo.errors import ConfigError, RunFailure
 from rlzoo.files import atomic_write_text, locked
+from rlzoo.progress_lines import ProgressLines
 
 FOLDER = Path(".inflight")
 LAUNCHER_LOCK = ".launcher.lock"
@@ -128,9 +129,12 @@ ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED"
          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}  # fmt: skip
 
 
-def wait_while(condition: Callable[[], bool], poll_s: float = POLL_S) -> None:
-    """Return once ``condition()`` is false, looking every ``poll_s`` seconds (a job runs as long as it needs)."""
+def wait_while(condition: Callable[[], bool], poll_s: float = POLL_S, phase: str = "waiting for Slurm jobs") -> None:
+    """Return once ``condition()`` is false, looking every ``poll_s`` seconds (a job runs as long as it needs); a
+    progress line names ``phase`` and the time waited every 10 s."""
+    lines = ProgressLines(phase, 1, "arrays")
     while condition():
+        lines.update(0)
         time.sleep(poll_s)
 
 

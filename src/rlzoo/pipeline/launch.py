@@ -154,7 +154,7 @@ def run_sweep(spec: PipelineSpec, jobs: list[Job], log: Callable[[str], None]) -
     held = {name for entry in adopted for name in entry.runs}
     failed = launch(spec, [job for job in missing if job.name not in held], log)
     for entry in adopted:
-        inflight.wait_while(functools.partial(inflight.queued, entry.job))
+        inflight.wait_while(functools.partial(inflight.queued, entry.job), phase=f"waiting for Slurm jobs {entry.job}")
         inflight.forget(spec.dir, entry.name)
         left = [job for job in missing if job.name in entry.runs and not job.run_dir(spec).is_finished()]
         if left:

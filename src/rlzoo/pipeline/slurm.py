@@ -20,6 +20,7 @@ from omegaconf import DictConfig, open_dict
 
 from rlzoo.errors import RunFailure
 from rlzoo.pipeline import inflight
+from rlzoo.progress_lines import ProgressLines
 
 
 class Step(Protocol):
@@ -141,9 +142,11 @@ def _as_ended(jobs: list[Any]) -> Iterator[Any]:
     """Yield each Submitit job once it has its result or Slurm no longer has it (cancelled, failed, node lost: its
     ``result()`` then raises); the queue is read with ``squeue``, which needs no accounting storage."""
     pending = list(jobs)
+    lines = ProgressLines("waiting for Slurm encoder jobs", len(jobs), "jobs")
     while pending:
         ended = [job for job in pending if job.paths.result_pickle.exists() or not inflight.queued(job.job_id)]
         yield from ended
         pending = [job for job in pending if job not in ended]
         if pending:
+            lines.update(len(jobs) - len(pending))
             time.sleep(inflight.POLL_S)

@@ -27,7 +27,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, MODEL, OBS_NORM, RunDir
 from rlzoo.srl.representation import Representation
 from rlzoo.training.build import RunBuilder, load_model
-from rlzoo.training.episodes import EpisodeResult, play_episodes
+from rlzoo.training.episodes import EpisodeResult, Progress, play_episodes
 from rlzoo.training.kind import SINGLE_AGENT, kind_entry, open_run
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
@@ -253,6 +253,7 @@ def run_episodes(
     positions: bool = False,
     probabilities: bool = False,
     envs: int = 1,
+    progress: Progress | None = None,
 ) -> list[Episode]:
     """Replay ``episodes`` episodes one after the other on one env, recording what is asked for; or, when nothing is
     recorded but returns and lengths, on ``envs`` envs at once (the same episodes: each is seeded ``seed + i``).
@@ -260,19 +261,20 @@ def run_episodes(
     :param frames: record an ``rgb_array`` frame per step (the env is made with that render mode).
     :param positions: record ``info["robot_position"]`` and ``info["target_position"]``.
     :param probabilities: record the discrete action probabilities (see :func:`action_probabilities`).
+    :param progress: how to show the episodes played (a bar, progress lines; None: nothing).
     :raise ConfigError: ``positions`` for an env whose info has no ``robot_position``.
     """
     if not (frames or positions or probabilities) and min(envs, episodes) > 1:
         venv = loaded.make_env(seed, n_envs=min(envs, episodes))
         try:
-            results = play_episodes(loaded.model, venv, episodes, deterministic=deterministic)
+            results = play_episodes(loaded.model, venv, episodes, deterministic=deterministic, progress=progress)
         finally:
             venv.close()
         return [Episode(r.ret, r.length, np.empty((0,))) for r in results]
     recorder = _EpisodeRecorder(loaded.model, frames, positions, probabilities, loaded.spec.id)
     venv = loaded.make_env(seed, render_mode="rgb_array" if frames else None)
     try:
-        play_episodes(loaded.model, venv, episodes, deterministic=deterministic, recorder=recorder)
+        play_episodes(loaded.model, venv, episodes, deterministic=deterministic, recorder=recorder, progress=progress)
         return recorder.episodes
     finally:
         venv.close()

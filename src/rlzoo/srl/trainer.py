@@ -12,10 +12,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from torch import Tensor, nn
-from tqdm import tqdm
 
 from rlzoo.errors import ConfigError
 from rlzoo.precision import resolve_precision, set_precision
+from rlzoo.progress_lines import PhaseProgress, progress_mode
 from rlzoo.schema import at_least, parse
 from rlzoo.srl.losses import Batch, Encoded, SRLLoss
 from rlzoo.srl.networks import ImageEncoder, images_to_tensor
@@ -190,7 +190,8 @@ def fit(
     improved: tuple[float, int] | None = None  # the loss and epoch of the last improvement by more than min_delta
     steps = -(-len(train_pairs) // settings.batch_size)
     deadline = None if settings.max_seconds is None else time.monotonic() + settings.max_seconds
-    with tqdm(total=settings.epochs * steps, unit="batch", disable=not progress_bar, desc="srl") as bar:
+    mode = progress_mode("auto" if progress_bar else False)
+    with PhaseProgress("encoder training", settings.epochs * steps, "batches", mode) as progress:
         for epoch in range(1, settings.epochs + 1):
             encoder.train()
             losses.train()
@@ -201,8 +202,7 @@ def fit(
                 total.backward()
                 optimizer.step()
                 _accumulate(sums, values, len(indices))
-                bar.update()
-                bar.set_postfix(epoch=epoch, loss=f"{values['total']:.4g}")
+                progress.update(progress.done + 1, f"epoch {epoch}, loss {values['total']:.4g}")
             row = {"epoch": float(epoch), "lr": float(optimizer.param_groups[0]["lr"])}
             row |= _means(sums, "train", len(train_pairs))
             row |= _means(evaluate(encoder, losses, data, val_pairs, settings.batch_size), "val", len(val_pairs))

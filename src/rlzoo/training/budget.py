@@ -2,7 +2,8 @@
 
 - ``total_episodes``: training stops once that many training episodes have ended (summed over envs); the schedules
   (learning rate, exploration ...) still run over ``total_timesteps`` and hold their end values past it.
-- ``progress_bar``: steps (or episodes) done, steps/s and ETA, on stderr.
+- ``progress_bar``: steps (or episodes) done, steps/s and ETA, on stderr: a bar on a terminal, a line every 10 s when
+  stderr is a file (:mod:`rlzoo.progress_lines`).
 - ``max_train_seconds``: training also stops once the run has trained this many wall seconds (the schedules still
   run over ``total_timesteps``).
 - :class:`RunClock`: the time a run has trained, continued by a resumed run (monitor ``t``, ``time/time_elapsed``).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +21,10 @@ from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from rlzoo.errors import ConfigError
+from rlzoo.progress_lines import Mode, ProgressLines, progress_mode
 from rlzoo.training.settings import RunSettings
 
 # learn()'s step budget when training stops at an episode count instead.
@@ -94,13 +97,39 @@ class ProgressBar(BaseCallback):
             self._bar = None
 
 
-def show_progress(setting: bool | str) -> bool:
-    """``progress_bar``: true, false, or auto (on an interactive terminal, not in a sweep)."""
-    if setting != "auto":
-        return bool(setting)
+class LineProgress(BaseCallback):
+    """Progress lines of training (:class:`~rlzoo.progress_lines.ProgressLines`): the clock is read once every
+    :attr:`CHECK_EVERY` vec-env steps, so that the lines cost nothing measurable.
+
+    :param count: the units done so far (steps or episodes).
+    """
+
+    CHECK_EVERY = 16
+
+    def __init__(self, lines: ProgressLines, count: Callable[[], int]) -> None:
+        super().__init__()
+        self.lines, self.count = lines, count
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.CHECK_EVERY == 0:
+            self.lines.update(self.count())
+        return True
+
+    def _on_training_end(self) -> None:
+        self.lines.finish(self.count())
+
+
+def progress_of(setting: bool | str) -> Mode:
+    """``progress_bar``: true (a bar), false (nothing), or auto (a bar on an interactive terminal, not in a sweep;
+    progress lines otherwise)."""
     from rlzoo.cli import in_multirun
 
-    return sys.stderr.isatty() and not in_multirun()
+    return progress_mode(setting, sweep=setting == "auto" and in_multirun())
+
+
+def show_progress(setting: bool | str) -> bool:
+    """Whether ``progress_bar`` asks for a bar (:func:`progress_of`)."""
+    return progress_of(setting) == "bar"
 
 
 @dataclass(frozen=True)
@@ -166,6 +195,31 @@ def schedule_horizon(model: BaseAlgorithm, horizon: int) -> Iterator[None]:
         model.__class__ = base
 
 
+@contextmanager
+def iterations_from(model: BaseAlgorithm, done: int) -> Iterator[None]:
+    """While a resumed on-policy run learns, ``time/iterations`` counts on from the ``done`` iterations before its
+    checkpoint (SB3 counts from 0 in every ``learn()``); the model's class is swapped for ``learn()`` only, as in
+    :func:`schedule_horizon`."""
+    base: Any = type(model)  # an on-policy class: its dump_logs takes the iteration
+
+    def dump_logs(self: BaseAlgorithm, iteration: int = 0) -> None:
+        base.dump_logs(self, iteration + done)
+
+    model.__class__ = type(base.__name__, (base,), {"dump_logs": dump_logs, "__module__": base.__module__})
+    try:
+        yield
+    finally:
+        model.__class__ = base
+
+
+def iterations_done(model: BaseAlgorithm) -> int:
+    """The rollouts an on-policy model has collected (0 for other algorithms): checkpoints are taken at rollout
+    starts, so a resumed run's step counter is a whole number of rollouts."""
+    if not isinstance(model, OnPolicyAlgorithm):
+        return 0
+    return int(model.num_timesteps) // (model.n_steps * model.n_envs)
+
+
 def episodes_logged(monitor_files: Sequence[Path]) -> int:
     """Training episodes already in a run's monitor files (a resumed run's, cut back to its checkpoint)."""
     total = 0
@@ -195,15 +249,23 @@ def learn(
     if settings.total_episodes is not None:
         if episodes_done >= settings.total_episodes:
             return
-        extra.append(EpisodeBudget(settings.total_episodes, episodes_done))
+        budget = EpisodeBudget(settings.total_episodes, episodes_done)
+        extra.append(budget)
         steps, horizon = UNBOUNDED_STEPS, settings.total_timesteps
-        bar = ProgressBar(settings.total_episodes, episodes_done, "episodes")
+        total, done, unit, count = settings.total_episodes, episodes_done, "episodes", lambda: budget.done
     else:
         steps = settings.total_timesteps - model.num_timesteps
         if steps <= 0:
             return
-        bar = ProgressBar(settings.total_timesteps, model.num_timesteps)
-    if show_progress(settings.progress_bar):
-        extra.append(bar)
-    with schedule_horizon(model, horizon) if horizon is not None else nullcontext():
+        total, done, unit, count = settings.total_timesteps, model.num_timesteps, "steps", lambda: model.num_timesteps
+    mode = progress_of(settings.progress_bar)
+    if mode == "bar":
+        extra.append(ProgressBar(total, done, unit))
+    elif mode == "lines" and settings.verbose > 0:
+        extra.append(LineProgress(ProgressLines("training", total, unit, done=done), count))
+    iterations = iterations_done(model) if resumed else 0
+    with (
+        schedule_horizon(model, horizon) if horizon is not None else nullcontext(),
+        iterations_from(model, iterations) if iterations else nullcontext(),
+    ):
         model.learn(steps, callback=[*callbacks, *extra], progress_bar=False, reset_num_timesteps=not resumed)

@@ -248,7 +248,9 @@ class RunBuilder:
         kwargs: dict[str, Any] = {"env": env, "device": plan.hardware.device, "verbose": plan.settings.verbose}
         if plan.resume_point is not None:  # untrusted (the default): rebuilt from the checked config, no pickle
             fresh = None if plan.settings.trusted else functools.partial(plan.factory, policy=plan.policy, **kwargs)
-            return resume_model(plan.factory.algo_class, plan.resume_point, normalizer, fresh, **kwargs)
+            model = resume_model(plan.factory.algo_class, plan.resume_point, normalizer, fresh, **kwargs)
+            model.seed = plan.settings.seed  # the run's own seed in the saved model (not reseeded: state is restored)
+            return model
         model = plan.factory(policy=plan.policy, seed=plan.seed, **kwargs)
         return init_model(model, plan.init_point, normalizer) if plan.init_point is not None else model
 

@@ -9,7 +9,6 @@ step of a one-env run, for videos and plots.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -19,6 +18,8 @@ from typing import Any, Protocol
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
+
+from rlzoo.progress_lines import ProgressLines
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,12 @@ def play_episodes(
 
 
 REFRESH_SECONDS = 0.5
-LINE_SECONDS = 5.0  # at most one progress line this often (stderr not a terminal)
-LOG = logging.getLogger("rlzoo")
 
 
 @dataclass(frozen=True)
 class Progress:
-    """How played episodes report their progress: a tqdm bar on stderr (``bar``: an interactive terminal), or plain
-    log lines every :data:`LINE_SECONDS` (``lines``: a log file, a Slurm job, CI); episodes done, steps, elapsed."""
+    """How played episodes report their progress: a tqdm bar on stderr (``bar``: an interactive terminal), or
+    progress lines (``lines``: a log file, a Slurm job, CI: :mod:`rlzoo.progress_lines`); episodes done, steps."""
 
     description: str
     bar: bool = False
@@ -98,12 +97,15 @@ class Progress:
 
 class _EpisodeBar:
     """A tqdm bar of episodes done, with the steps played so far (an episode can be long: a bar that moves only when
-    episodes end would look stuck), or a log line every few seconds; nothing when ``progress`` is None."""
+    episodes end would look stuck), or progress lines; nothing when ``progress`` is None."""
 
     def __init__(self, progress: Progress | None, episodes: int) -> None:
         self.progress, self.episodes, self.steps, self._done = progress, episodes, 0, 0
-        self._started = self._shown = self._logged = time.monotonic()
+        self._shown = time.monotonic()
         self._bar: Any = None
+        self._lines: ProgressLines | None = None
+        if progress is not None and progress.lines and not progress.bar:
+            self._lines = ProgressLines(progress.description, episodes, "episodes")
 
     def __enter__(self) -> _EpisodeBar:
         if self.progress is not None and self.progress.bar:
@@ -119,12 +121,10 @@ class _EpisodeBar:
         now = time.monotonic()
         if self._bar is not None:
             self._redraw(done, now)
-        elif self.progress is not None and self.progress.lines and now - self._logged >= LINE_SECONDS:
-            LOG.info(
-                f"{self.progress.description}: {done}/{self.episodes} done, {self.steps} steps, "
-                f"{now - self._started:.0f} s"
-            )
-            self._logged = now
+        elif self._lines is not None:
+            self._done = done
+            if now >= self._lines.due:
+                self._lines.write(done, now, f"{self.steps:,} steps")
 
     def _redraw(self, done: int, now: float) -> None:
         self._bar.set_postfix_str(f"{self.steps} steps", refresh=False)
@@ -138,6 +138,8 @@ class _EpisodeBar:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.close()
+        if self._lines is not None:
+            self._lines.finish(self._done, f"{self.steps:,} steps")
 
 
 class _Episodes:

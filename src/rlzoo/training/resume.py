@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,7 +198,31 @@ def open_run_dir(run: RunDir, point: ResumePoint | None, config: DictConfig) -> 
     truncate_logs(run, point)
     if point is not None:
         run.record_resume(point.timesteps)
+        LOG.info(
+            f"resuming {run.path} from its checkpoint at step {point.timesteps:,}"
+            if point.timesteps >= 0
+            else f"resuming {run.path}: training had ended; the test episodes run"
+        )
     run.write_config(config)
+
+
+def interrupted_line(run: RunDir, keep_buffer: bool = True) -> str:
+    """What a run stopped by Ctrl-C keeps, and the command that continues it (one line)."""
+    command = f"python -m rlzoo.train resume={shlex.quote(str(run.path))}"
+    if not run.config.is_file():
+        return "nothing was written"
+    if run.is_finished():
+        return f"the run in {run.path} had finished"
+    if run.trained():
+        return f"training had ended, the test episodes had not; {command} runs them"
+    checkpoints = run.checkpoints()
+    try:
+        newest = newest_complete(run, checkpoints, keep_buffer, warn=False) if checkpoints else None
+    except ConfigError:
+        newest = None
+    if newest is None:
+        return f"no checkpoint yet in {run.path}; {command} starts it over"
+    return f"checkpoint kept at step {int(newest.name):,} in {run.path}; resume with: {command}"
 
 
 def check_still_planned(run: RunDir, point: ResumePoint | None, config: DictConfig) -> None:

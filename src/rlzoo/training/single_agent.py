@@ -10,12 +10,14 @@ from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from rlzoo.gc_tuning import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
-from rlzoo.training.budget import RunClock, episodes_logged, learn, show_progress
+from rlzoo.training.budget import RunClock, episodes_logged, learn, progress_of
+from rlzoo.training.buffer_chunks import BUFFER
 from rlzoo.training.build import RunBuilder, test_cut_warning
 from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.episodes import Progress, play_episodes, summarize
@@ -26,7 +28,7 @@ from rlzoo.training.kind import Resources
 from rlzoo.training.monitor import PerEnvMonitor
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan
-from rlzoo.training.run_state import Snapshot
+from rlzoo.training.run_state import MISSING, Snapshot
 
 LOG = logging.getLogger("rlzoo")
 EVAL_SEED_OFFSET = 20_000  # keep-best evaluation episodes are neither training nor test episodes
@@ -54,9 +56,20 @@ def build_single_agent(
     point, restored = plan.resume_point, None
     if point is not None and point.timesteps >= 0:  # the envs, the model's runtime state, the replay buffer
         restored = restore_run_state(point.folder, plan.run.path, model, plan.settings.checkpoint_buffer)
+        _say_empty_buffer(model, restored, plan.settings.checkpoint_buffer)
     learning = SingleAgentLearning(build, context, monitor, normalizer, model, extra_callbacks)
     learning.restored = restored
     return learning
+
+
+def _say_empty_buffer(model: BaseAlgorithm, restored: Snapshot | None, keep: bool) -> None:
+    """A resumed off-policy run whose replay buffer is not restored says, in one line, that it starts empty."""
+    kept = keep and restored is not None and restored.get(BUFFER) is not MISSING
+    if kept or not isinstance(model, OffPolicyAlgorithm):
+        return
+    why = "checkpoint_buffer=false" if not keep else "the checkpoint holds none"
+    LOG.warning(f"resuming with an empty replay buffer ({why}): it fills again from here, so this run will not end "
+                "exactly where an uninterrupted one would")  # fmt: skip
 
 
 class SingleAgentLearning:
@@ -169,8 +182,8 @@ def _play_test(
         frozen = FrozenNormalization.snapshot(normalizer) if normalizer is not None else None
         test_env = build.test_env(frozen, n_envs=min(settings.test_envs, settings.test_episodes), test_phase=True)
         try:
-            bar = show_progress(settings.progress_bar)
-            progress = Progress("test episodes", bar=bar, lines=not bar and settings.verbose > 0)
+            mode = progress_of(settings.progress_bar)
+            progress = Progress("test episodes", bar=mode == "bar", lines=mode == "lines" and settings.verbose > 0)
             results = play_episodes(model, test_env, settings.test_episodes, deterministic=deterministic,
                                     progress=progress)  # fmt: skip
         finally:
