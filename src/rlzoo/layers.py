@@ -5,8 +5,8 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 layer   name                modules
 ======  ==================  ===========================================================================================
 0       ground floor        errors, files, schema, kwargs_check, hardware, precision, gc_tuning, config, model_files,
-                            rundir, cli, layers, jax_weights, provenance, registry, untrusted (no rlzoo
-                            imports but each other)
+                            rundir, cli, layers, jax_weights, provenance, registry, untrusted, stateful (no
+                            rlzoo imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.provenance",
             "rlzoo.registry",
             "rlzoo.untrusted",
+            "rlzoo.stateful",
         ),
     ),
     ("envs", (PACKAGE, "rlzoo.envs")),
