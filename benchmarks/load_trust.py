@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from rlzoo.agents import load_agent
+from rlzoo.kinds import load_agent
 from rlzoo.config import compose_config
 from rlzoo.train import train
 
