@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -127,3 +129,16 @@ def test_a_run_on_an_env_without_it_resets_its_envs(
     with caplog.at_level("WARNING", logger="rlzoo"):
         train(compose(overrides, run_dir=stopped.path))
     assert any("cannot be saved" in record.getMessage() for record in caplog.records)
+
+
+def test_an_array_that_declares_more_than_its_file_holds_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A run state's arrays are sized before they are read: a header declaring 10^12 numbers in a file of a few
+    hundred bytes (numpy would allocate them first) is one line."""
+    Snapshot({"envs_saved": False}, {"x": np.arange(10.0)}).write(tmp_path)
+    assert np.array_equal((Snapshot.read(tmp_path) or Snapshot()).arrays["x"], np.arange(10.0))
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (10**12,)})
+    with zipfile.ZipFile(tmp_path / "run_state.npz", "w") as archive:
+        archive.writestr("x.npy", header.getvalue() + bytes(80))
+    with pytest.raises(Refused, match=r"x\.npy declares \(1000000000000,\) of float64, more than its \d+ bytes"):
+        Snapshot.read(tmp_path)
