@@ -233,15 +233,15 @@ def test_an_arm_run_resumes_exactly(compose: Compose, tmp_path: Path) -> None:
         arrays[name] = value(arrays[name])
         with path.open("wb") as stream:
             np.savez(stream, **arrays)
-        with pytest.raises(Refused, match=rf"^run state env/0/\d+/: the arm env's {refusal}"):
+        with pytest.raises(Refused, match=rf"^run state env/0/\d+/{refusal}"):
             train(compose([*ARM, *QUIET], run_dir=crafted.path))
 
 
 ARM_CRAFTED = [
-    ("bases", lambda a: np.where(np.arange(a.size).reshape(a.shape) == 3, np.nan, a), "bases holds values that are"),
-    ("bodies", lambda a: a + 1, "bodies are not those"),
-    ("joint_states", lambda a: a[:-1], r"joint_states is not an array shaped \(\d+, 2\)"),
-    ("counters", lambda a: np.array([0, 0, 5, 0]), "counters are negative or name a goal button"),
+    ("bases", lambda a: np.where(np.arange(a.size).reshape(a.shape) == 3, np.nan, a), "bases: values that are not"),
+    ("bodies", lambda a: a + 1, "bodies: not those of this env's scene"),
+    ("joint_states", lambda a: a[:-1], r"joint_states: not an array shaped \(\d+, 2\)"),
+    ("counters", lambda a: np.array([0, 0, 5, 0]), "counters: negative, or a goal button"),
 ]
 
 

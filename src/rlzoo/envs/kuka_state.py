@@ -115,14 +115,14 @@ def _check(saved: Mapping[str, Any], fresh: dict[str, np.ndarray]) -> None:
     for key in KEYS:
         value = saved.get(key)
         if not isinstance(value, np.ndarray) or value.shape != fresh[key].shape:
-            raise ValueError(f"the arm env's {key} is not an array shaped {fresh[key].shape}")
+            raise ValueError(f"{key}: not an array shaped {fresh[key].shape}")
         if key in FLOATS and not (value.dtype.kind == "f" and np.isfinite(value).all()):
-            raise ValueError(f"the arm env's {key} holds values that are not finite numbers")
+            raise ValueError(f"{key}: values that are not finite numbers")
         if key not in FLOATS and value.dtype.kind not in "iu":
-            raise ValueError(f"the arm env's {key} is not integers")
+            raise ValueError(f"{key}: not integers")
     for key in ("bodies", "joints"):
         if not np.array_equal(saved[key], fresh[key]):
-            raise ValueError(f"the arm env's {key} are not those of this env's scene")
+            raise ValueError(f"{key}: not those of this env's scene")
     counters = saved["counters"]
     if counters.min() < 0 or counters[2] >= len(fresh["buttons"]):
-        raise ValueError("the arm env's counters are negative or name a goal button that does not exist")
+        raise ValueError("counters: negative, or a goal button that does not exist")
