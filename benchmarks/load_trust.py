@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from rlzoo.agents import load_agent
 from rlzoo.config import compose_config
+from rlzoo.kinds import load_agent
 from rlzoo.train import train
 
 

@@ -46,7 +46,7 @@ def test_shared_run_of_a_custom_algorithm_loads_when_its_module_is_allowed(
 ) -> None:
     """Untrusted, ``algo._target_=vpg.VPG`` is outside the allowlist; allowed by name or registered in the user config
     folder (``$RLZOO_CONF/algo/vpg.yaml``), the run loads without unpickling and acts as SB3's own load."""
-    from rlzoo.agents import load_agent
+    from rlzoo.kinds import load_agent
     from rlzoo.playback.loading import load_run
 
     overrides = [SEARCHPATH, "algo=vpg", "env=CartPole", "algo.n_steps=16", "total_timesteps=32", "test_episodes=0"]

@@ -12,9 +12,9 @@ from omegaconf import OmegaConf
 from stable_baselines3 import PPO
 
 from conftest import TINY_ALGO_RUNS, Compose
-from rlzoo.agents import load_agent
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
+from rlzoo.kinds import load_agent
 from rlzoo.playback.loading import load_run
 from rlzoo.rundir import RunDir, load_obs_norm
 from rlzoo.train import train

@@ -1,5 +1,6 @@
-"""The house stays layered: every import inside ``src/rlzoo`` (top-level, in functions, under ``TYPE_CHECKING``)
-points to its own layer or one below (:data:`rlzoo.layers.LAYERS`), and no import goes in a circle."""
+"""The house stays layered: every import inside ``src/rlzoo`` (top-level, in functions, under ``TYPE_CHECKING``, and
+by string: ``importlib.import_module("rlzoo.x")``, ``"rlzoo.x:Name"``) points to its own layer or one below
+(:data:`rlzoo.layers.LAYERS`), and no import goes in a circle."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from rlzoo.layers import LAYERS, layer_of
 
 SOURCE = Path(__file__).resolve().parents[1] / "src"
+MODULE_AND_NAME = re.compile(r"^(rlzoo(?:\.\w+)*):\w+$")  # "rlzoo.x:Name", as entry points and registries name
 
 
 def _module_name(path: Path) -> str:
@@ -22,8 +24,9 @@ def _module_name(path: Path) -> str:
 def _imports(path: Path, module: str) -> set[str]:
     """The rlzoo modules ``path`` imports (``from rlzoo.x import y`` counts ``rlzoo.x.y`` when that is a module)."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    found: set[str] = _imports_by_string(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "rlzoo"}
         elif isinstance(node, ast.ImportFrom):
@@ -35,6 +38,27 @@ def _imports(path: Path, module: str) -> set[str]:
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names if _is_module(f"{base}.{alias.name}")}
     return found
+
+
+def _imports_by_string(tree: ast.AST) -> set[str]:
+    """The rlzoo modules named as strings to import: ``importlib.import_module("rlzoo.x")`` (or ``import_module``,
+    ``__import__``) with a literal name, and ``"rlzoo.x:Name"`` strings."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _calls_import(node.func) and node.args:
+            name = node.args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.startswith("rlzoo"):
+                found.add(name.value)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = MODULE_AND_NAME.match(node.value)
+            if match:
+                found.add(match.group(1))
+    return found
+
+
+def _calls_import(func: ast.expr) -> bool:
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return called in ("import_module", "__import__")
 
 
 def _is_module(name: str) -> bool:
@@ -87,6 +111,22 @@ def test_no_import_circle() -> None:
         if module not in state:
             visit(module, [module])
     assert circles == []
+
+
+def test_imports_by_string_are_imports(tmp_path: Path) -> None:
+    """The walk reads imports by string: a registry of the training layer naming a kind of an upper layer's package
+    by ``importlib`` or as ``module:Name`` is an import that points up."""
+    source = tmp_path / "registry.py"
+    source.write_text(
+        "import importlib\n"
+        "def make():\n"
+        "    return importlib.import_module('rlzoo.multiagent.kind').MultiAgent()\n"
+        "ENTRY = ('single-agent', 'rlzoo.single_agent.kind:SingleAgent')\n"
+        "NOT_AN_IMPORT = 'rlzoo.multiagent is imported by rlzoo.kinds: see there'\n"
+    )
+    found = _imports(source, "rlzoo.training.kind")
+    assert found == {"rlzoo.multiagent.kind", "rlzoo.single_agent.kind"}
+    assert all(layer_of(target) > layer_of("rlzoo.training.kind") for target in found)
 
 
 def test_a_module_no_layer_names_has_no_layer() -> None:

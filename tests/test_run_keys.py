@@ -12,9 +12,9 @@ from omegaconf import OmegaConf
 
 from conftest import Compose
 from extras import require_extra
-from rlzoo.agents.kind import SingleAgent
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
+from rlzoo.single_agent.kind import SingleAgent
 from rlzoo.train import train
 from rlzoo.training.kind import RUN_KEYS, RunKind, resolve_kind
 

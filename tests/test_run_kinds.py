@@ -10,20 +10,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from conftest import Compose
 from extras import require_extra
-from rlzoo.agents.kind import SingleAgent
 from rlzoo.errors import ConfigError
+from rlzoo.single_agent.kind import SingleAgent
 from rlzoo.training import kind as kinds
-from rlzoo.training.kind import KindEntry, Replayed, ReplayRequest, kind_of_run, register_kind, resolve_kind
+from rlzoo.training.kind import (
+    KindEntry,
+    Replayed,
+    ReplayRequest,
+    kind_entry,
+    kind_of_run,
+    register_kind,
+    resolve_kind,
+)
 
 require_extra("pettingzoo", "multiagent")
 
-from rlzoo.agents import TestAgent, load_agent  # noqa: E402
+from rlzoo.agents import TestAgent  # noqa: E402
 from rlzoo.collect import AgentPolicy  # noqa: E402
 from rlzoo.enjoy import EnjoySettings, enjoy  # noqa: E402
+from rlzoo.kinds import load_agent  # noqa: E402
 from rlzoo.multiagent.agents import TestMultiagent  # noqa: E402
 from rlzoo.playback.loading import load_run  # noqa: E402
 from rlzoo.train import train  # noqa: E402
@@ -63,7 +72,19 @@ class EchoKind:
 @pytest.fixture
 def echo_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kinds, "KINDS", list(kinds.KINDS))
-    register_kind(KindEntry("echo", f"{__name__}:EchoKind", ("echo",)))
+    register_kind(KindEntry("echo", EchoKind, ("echo",)))
+
+
+def test_the_kind_without_marks_takes_only_what_no_other_kind_marks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kinds register from their own packages, in any order: a marked kind wins over the default registered after
+    it; with no kind registered, a config is refused in one line."""
+    monkeypatch.setattr(kinds, "KINDS", [])
+    with pytest.raises(ConfigError, match=r"no kind of run takes this config: import rlzoo\.kinds"):
+        kind_entry(OmegaConf.create({"env": {"id": "CartPole-v1"}}))
+    register_kind(KindEntry("echo", EchoKind, ("echo",)))
+    register_kind(KindEntry("plain", SingleAgent))
+    assert kind_entry(OmegaConf.create({"echo": "on"})).name == "echo"
+    assert kind_entry(OmegaConf.create({"env": {"id": "CartPole-v1"}})).name == "plain"
 
 
 @pytest.mark.usefixtures("echo_registered")

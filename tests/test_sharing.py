@@ -28,10 +28,10 @@ from omegaconf import OmegaConf
 
 from conftest import TINY_ALGO_RUNS, TINY_ON_POLICY, TINY_RUN
 from extras import require_extra
-from rlzoo.agents import load_agent
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
+from rlzoo.kinds import load_agent
 from rlzoo.playback.loading import load_run
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir
 from rlzoo.train import train

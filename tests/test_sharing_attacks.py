@@ -34,10 +34,10 @@ from omegaconf import DictConfig, OmegaConf
 
 import rlzoo
 from conftest import TINY_ALGO_RUNS, TINY_RUN
-from rlzoo.agents import load_agent
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
+from rlzoo.kinds import load_agent
 from rlzoo.playback.loading import load_run
 from rlzoo.rundir import LEARNERS_STATE, MODEL, REPLAY, RUN_STATE, RUN_STATE_ARRAYS, RunDir
 from rlzoo.train import train

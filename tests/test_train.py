@@ -105,7 +105,8 @@ def test_a_run_records_its_platform_and_command(compose: Compose, tmp_path: Path
     cfg = compose(["algo=a2c", *TINY_ALGO_RUNS["a2c"], *TINY_RUN, "test_episodes=0"])
     train(cfg)
     provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
-    cpu_model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu_model = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
     assert provenance["platform"]["cpu_model"] == cpu_model
     assert provenance["platform"]["torch"] == torch.__version__
     assert provenance["platform"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()

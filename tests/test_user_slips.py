@@ -89,7 +89,7 @@ def test_no_test_episodes_says_so(compose: Compose, tmp_path: Path) -> None:
 def test_loading_a_run_gives_no_rollout_buffer_warning(compose: Compose, tmp_path: Path) -> None:
     """PPO trained on 2 envs with batches of 32 over 2 x 16 steps: rebuilt on one env to act, SB3 would warn about a
     truncated mini-batch of a rollout that never happens."""
-    from rlzoo.agents import load_agent
+    from rlzoo.kinds import load_agent
 
     run = ["algo=ppo", "env=CartPole", "n_envs=2", "algo.n_steps=16", "algo.batch_size=32", "algo.n_epochs=1",
            "+algo.policy_kwargs.net_arch=[16]", "total_timesteps=64", "test_episodes=1"]  # fmt: skip

@@ -25,7 +25,7 @@ STAGES: dict[str, list[tuple[str, str]]] = {
     "rlzoo.collect": [("collect", "dataset")],
     "rlzoo.srl.train": [("train_encoder", "encoder")],
     "rlzoo.training.run": [("run", "rl_run")],
-    "rlzoo.training.single_agent": [("play_test", "test_episodes")],
+    "rlzoo.single_agent.learning": [("play_test", "test_episodes")],
 }
 
 

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "preset": "rlzoo.agents.presets",
-    "load_agent": "rlzoo.agents.loaded_agent",
+    "load_agent": "rlzoo.kinds",
     "State": "rlzoo.agents.state",
     "StateArray": "rlzoo.agents.state",
     "run_experiment": "rlzoo.agents.run_experiment",

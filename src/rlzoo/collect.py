@@ -61,7 +61,8 @@ class AgentPolicy:
     def load(self) -> Any:
         """The run's test agent (checked: it acts on ground truth)."""
         if self._loaded is None:
-            from rlzoo.agents import TestAgent, load_agent
+            from rlzoo.agents import TestAgent
+            from rlzoo.kinds import load_agent
 
             agent = load_agent(self.run, self.checkpoint, deterministic=self.deterministic, trusted=self.trusted)
             if not isinstance(agent, TestAgent):

@@ -21,6 +21,7 @@ from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
+from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
 from rlzoo.playback.loading import model_folder
 from rlzoo.playback.video import write_video
 from rlzoo.rundir import FINAL, LATEST, MODEL, RunDir

@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from rlzoo.cli import discard_output_dir, one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
 from rlzoo.gc_tuning import release_previous_run
+from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
 from rlzoo.training.kind import resolve_kind
 
 

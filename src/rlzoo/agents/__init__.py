@@ -3,14 +3,15 @@
 - :class:`State` / :class:`StateArray`: what agents are handed; :class:`Agent` / :class:`ParallelAgent`: the protocols.
 - :func:`preset`: an algorithm with settings, bound to an env with ``.env(name)``; ``.agent()`` acts and learns,
   ``.test_agent()`` acts with learning off.
-- :func:`load_agent`: the test agent of a run dir, loaded by the run's kind (:mod:`.kind`: the single-agent kind).
+- :class:`TestAgent`: a trained model with learning off (``rlzoo.load_agent`` loads one from a run dir, through
+  the run's kind: :mod:`rlzoo.kinds`).
 
 Multi-agent agents (``MultiagentState``, ``Multiagent``, ``load_multiagent``) live in :mod:`rlzoo.multiagent`, a layer
 above; ``from rlzoo import load_multiagent`` reaches them. May import the ground floor, ``envs``, ``any_env``, ``srl``,
 ``algos``, ``loggers``, ``training`` and ``replay``.
 """
 
-from rlzoo.agents.loaded_agent import TestAgent, load_agent
+from rlzoo.agents.loaded_agent import TestAgent
 from rlzoo.agents.presets import BoundPreset, Preset, preset
 from rlzoo.agents.state import Agent, ParallelAgent, State, StateArray
 from rlzoo.agents.training_agent import OffPolicyAgent, OnPolicyAgent, TrainingAgent
@@ -26,6 +27,5 @@ __all__ = [
     "StateArray",
     "TestAgent",
     "TrainingAgent",
-    "load_agent",
     "preset",
 ]

@@ -6,8 +6,6 @@ handler, another simulator or a multi-agent system hands it observations as the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, overload
 
 import gymnasium as gym
@@ -20,7 +18,6 @@ from rlzoo.agents.state import State, StateArray
 from rlzoo.any_env.making import make
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.srl.representation import Representation
-from rlzoo.training.kind import kind_of_run
 from rlzoo.training.normalization import FrozenNormalization
 
 
@@ -127,28 +124,3 @@ class TestAgent:
         self._held.hold_step(StateArray(observations, np.zeros(n), starts, np.zeros(n, bool), finals))
         obs, _, _, _ = self._held.venv.step(np.zeros(n))
         return obs, starts
-
-
-def load_agent(
-    run_dir: str | Path,
-    checkpoint: int | str | None = None,
-    deterministic: bool = True,
-    *,
-    trusted: bool = False,
-    allow: Sequence[str] = (),
-) -> Any:
-    """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU by the run's
-    kind (:func:`rlzoo.training.kind.kind_of_run`): a :class:`TestAgent` for a single-agent run, a
-    :class:`~rlzoo.multiagent.agents.TestMultiagent` for a multi-agent run (its final models).
-
-    :param run_dir: the run dir.
-    :param checkpoint: ``"final"`` (or None), ``"latest"``, ``"best"`` or a checkpoint's steps: the checkpoint
-        vocabulary of :meth:`rlzoo.rundir.RunDir.find_model`.
-    :param deterministic: act deterministically (the default, as in the run's test episodes).
-    :param trusted: the run comes from someone you trust: load it with SB3's own ``load`` (which unpickles) and any
-        ``_target_``. By default nothing in the run dir is run (:mod:`rlzoo.training.safe_load`).
-    :param allow: module names whose ``_target_`` entries you trust (your own algorithm module).
-    :raise ConfigError: not a run dir, no such model, or code outside the allowlist in an untrusted run.
-    """
-    kind, run = kind_of_run(run_dir)
-    return kind.load(run, checkpoint, deterministic=deterministic, trusted=trusted, allow=allow)

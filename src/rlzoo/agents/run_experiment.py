@@ -14,9 +14,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from rlzoo.agents.kind import train_run
 from rlzoo.agents.presets import BoundPreset, Preset
 from rlzoo.errors import ConfigError
+from rlzoo.single_agent.kind import train_run
 from rlzoo.training.build import RunBuilder
 from rlzoo.training.plan import plan_run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -22,6 +22,9 @@ from rlzoo.any_env.extras import (
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.any_env.wrappers import ActionRepeat, atari
 from rlzoo.errors import ConfigError
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 ATARI_FRAME_SKIP = 4  # AtariWrapper's default, when env.frame_skip is not set
 
@@ -79,3 +82,13 @@ def make(spec: EnvSpec, extra_kwargs: dict[str, Any] | None = None, *, training:
     ):
         env = FlattenObservation(env)
     return env
+
+
+def batched_vec_env(env_id: str, n_envs: int, seed: int, pixels: bool, **env_kwargs: Any) -> VecEnv:
+    """``n_envs`` envs of ``env_id`` stepped as one array operation (``vec_env=batched``: the MobileRobot family's
+    vec env, :mod:`rlzoo.envs.mobile_robot_batched`), observing the ground truth or, with ``pixels``, renders.
+
+    :raise ValueError: an id it does not step, or pixels without ``render_mode="rgb_array"``."""
+    from rlzoo.envs.mobile_robot_batched import BatchedMobileRobot  # SB3: only for vec_env=batched
+
+    return BatchedMobileRobot(env_id, n_envs, seed, pixels, **env_kwargs)

@@ -8,14 +8,16 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from rlzoo.any_env.options import AtariOptions
+from rlzoo.stateful import OwnAttributes
 
 LOG = logging.getLogger("rlzoo")
 # info key of the step that ends a whole game (return and length in agent steps), under life-loss training episodes.
 GAME = "rlzoo_game"
 
 
-class ActionRepeat(gym.Wrapper):
-    """Repeat every action ``repeat`` times (rewards summed); an episode that ends stops the repetition."""
+class ActionRepeat(OwnAttributes, gym.Wrapper):
+    """Repeat every action ``repeat`` times (rewards summed); an episode that ends stops the repetition (no state of
+    its own for a checkpoint)."""
 
     def __init__(self, env: gym.Env, repeat: int) -> None:
         super().__init__(env)
@@ -31,9 +33,12 @@ class ActionRepeat(gym.Wrapper):
         return observation, total, terminated, truncated, info
 
 
-class GameEpisodes(gym.Wrapper):
+class GameEpisodes(OwnAttributes, gym.Wrapper):
     """Report whole games (``info["rlzoo_game"]``: return before clipping, length in agent steps) in a training env
-    that clips rewards or ends episodes at a life loss: the Monitor files and returns100 then count games' scores."""
+    that clips rewards or ends episodes at a life loss: the Monitor files and returns100 then count games' scores.
+    A checkpoint holds the game in progress."""
+
+    state_attributes = ("_return", "_length", "_game_over")
 
     def __init__(self, env: gym.Env, life_loss: bool) -> None:
         super().__init__(env)
@@ -78,12 +83,14 @@ def atari(env: gym.Env, options: AtariOptions, frame_skip: int, training: bool) 
     return wrapped
 
 
-class StepCap(gym.Wrapper):
+class StepCap(OwnAttributes, gym.Wrapper):
     """End (truncate) an episode after ``cap`` steps, with a warning naming the setting: test and replay episodes of
     an env without a step limit of its own always finish, whatever the policy does.
 
     :param warn: warn (once per env); off where the caller reports the cut episodes itself.
     """
+
+    state_attributes = ("_steps", "_warned")
 
     def __init__(self, env: gym.Env, cap: int, setting: str = "max_test_steps", warn: bool = True) -> None:
         super().__init__(env)
@@ -108,11 +115,13 @@ class StepCap(gym.Wrapper):
         return observation, reward, terminated, truncated, info
 
 
-class EpisodeSeeds(gym.Wrapper):
+class EpisodeSeeds(OwnAttributes, gym.Wrapper):
     """Seed every episode: a reset with ``seed=s`` starts the sequence ``s, s + stride, s + 2 stride, ...`` that the
     following resets without a seed take. Env ``rank`` of ``n`` test envs (``stride=n``, first seed ``seed + rank``)
     then plays episodes ``rank, rank + n, ...`` of the one-env sequence ``seed, seed + 1, ...``: the episodes are the
     same however many envs play them."""
+
+    state_attributes = ("_next",)
 
     def __init__(self, env: gym.Env, stride: int = 1) -> None:
         super().__init__(env)

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from rlzoo.envs import kuka_rules as rules
 from rlzoo.envs.kuka_arm import ARM_JOINTS, LARGE_WORKSPACE, MAX_VELOCITY, SMALL_WORKSPACE
 from rlzoo.envs.kuka_scene import TABLE_POSITION, TIMESTEP, ArmScene, goal_point
+from rlzoo.envs.kuka_state import ArmState
 
 Action: TypeAlias = "int | np.integer | NDArray[np.generic]"
 Observation: TypeAlias = NDArray[np.float32]
@@ -35,7 +36,7 @@ TABLE_HALF_SIZE = (0.75, 0.5)  # the table top around TABLE_POSITION, for placed
 JOINT_POSITION_GAIN = MAX_VELOCITY * TIMESTEP / rules.DELTA_THETA
 
 
-class KukaButtonEnv(gym.Env[Observation, Action]):
+class KukaButtonEnv(ArmState, gym.Env[Observation, Action]):
     """A Kuka iiwa arm with a gripper presses a button on a table (real PyBullet physics at 240 Hz).
 
     Re-implements the S-RL Toolbox ``KukaButtonGymEnv-v0`` (Raffin et al., "S-RL Toolbox", 2018). Each env runs its

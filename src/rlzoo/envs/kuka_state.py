@@ -9,10 +9,11 @@ was in contact when it was saved (``benchmarks/arm_restore.py``, docs/resume.md)
 impulses of the step before, which neither PyBullet's API nor its ``saveBullet`` file restores (a restored ``.bullet``
 file moreover depends on the client's history, and PyBullet's parser of it crashes the process on some cut or altered
 files). :func:`in_contact` tells when a checkpoint cannot hold an exact state. KukaRandButton loads its distractors at
-each reset, so a fresh env has other bodies: it is not :func:`restorable`.
+each reset, so a fresh env has other bodies: it saves no state.
 
-A restore checks every array against the fresh env's (bodies, joints, shapes, finite numbers, counters in range) and
-refuses a mismatch in one line (:class:`~rlzoo.errors.Refused`).
+:class:`ArmState` gives the arm envs the ``Stateful`` protocol of a checkpoint (``rlzoo.stateful``: ``get_state``,
+``set_state``). A restore checks every array against the fresh env's (bodies, joints, shapes, finite numbers, counters
+in range) and raises ``ValueError`` in one line on a mismatch.
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
+from numpy.typing import NDArray
 
-from rlzoo.envs.kuka_button import KukaButtonEnv
 from rlzoo.envs.kuka_pybullet import p
 from rlzoo.envs.kuka_rules import PressTally
-from rlzoo.envs.kuka_variants import KukaRandButtonEnv
-from rlzoo.errors import Refused
+from rlzoo.envs.kuka_scene import ArmScene
 
 # Base position (3), orientation (4), linear and angular velocity (3 + 3) of a body.
 BASE_VALUES = 13
@@ -35,19 +34,32 @@ FLOATS = ("bases", "joint_states", "buttons", "target", "speed")
 KEYS = ("bodies", "joints", *FLOATS, "counters")
 
 
-def restorable(env: gym.Env) -> bool:
-    """An arm env whose bodies are the same in every episode (every arm env but KukaRandButton)."""
-    return isinstance(env, KukaButtonEnv) and not isinstance(env, KukaRandButtonEnv)
+class ArmState:
+    """What an arm env holds that its state is made of, and the ``Stateful`` protocol over it."""
+
+    _scene: ArmScene
+    _tally: PressTally
+    _buttons: NDArray[np.float64]
+    _ticks: int
+
+    def get_state(self) -> dict[str, np.ndarray] | None:
+        """The state as arrays (keys :data:`KEYS`); None while bodies are in contact (it would not continue
+        exactly)."""
+        return None if in_contact(self) else capture(self)
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Put back a state from :meth:`get_state` of an env of the same config, reset once since it was built."""
+        restore(self, state)
 
 
-def in_contact(env: KukaButtonEnv) -> bool:
+def in_contact(env: ArmState) -> bool:
     """Whether any two bodies are in contact (a saved state would not continue exactly)."""
-    return len(p.getContactPoints(physicsClientId=env.scene.client)) > 0
+    return len(p.getContactPoints(physicsClientId=env._scene.client)) > 0
 
 
-def capture(env: KukaButtonEnv) -> dict[str, np.ndarray]:
+def capture(env: ArmState) -> dict[str, np.ndarray]:
     """``env``'s state as arrays (keys :data:`KEYS`)."""
-    client = env.scene.client
+    client = env._scene.client
     bodies = [p.getBodyUniqueId(i, physicsClientId=client) for i in range(p.getNumBodies(physicsClientId=client))]
     bases, joints, states = [], [], []
     for uid in bodies:
@@ -64,16 +76,16 @@ def capture(env: KukaButtonEnv) -> dict[str, np.ndarray]:
         "bases": np.array(bases, dtype=np.float64).reshape(-1, BASE_VALUES),
         "joint_states": np.array(states, dtype=np.float64).reshape(-1, 2),
         "buttons": env._buttons.astype(np.float64),
-        "target": env.scene.arm.target.astype(np.float64),
+        "target": env._scene.arm.target.astype(np.float64),
         "speed": np.array([getattr(env, "button_speed", 0.0)], dtype=np.float64),
         "counters": np.array([env._ticks, tally.outside, tally.goal, *tally.contacts], dtype=np.int64),
     }
 
 
-def restore(env: KukaButtonEnv, saved: Mapping[str, Any]) -> None:
+def restore(env: ArmState, saved: Mapping[str, Any]) -> None:
     """Put ``saved`` (from :func:`capture` of an env of the same config) into ``env``, reset once since it was built."""
     _check(saved, capture(env))
-    client = env.scene.client
+    client = env._scene.client
     rows = iter(saved["joint_states"].tolist())
     for uid, count, base in zip(
         saved["bodies"].tolist(), saved["joints"].tolist(), saved["bases"].tolist(), strict=True
@@ -86,14 +98,14 @@ def restore(env: KukaButtonEnv, saved: Mapping[str, Any]) -> None:
     restore_episode(env, saved)
 
 
-def restore_episode(env: KukaButtonEnv, saved: Mapping[str, Any]) -> None:
+def restore_episode(env: ArmState, saved: Mapping[str, Any]) -> None:
     """Put the part of ``saved`` that PyBullet does not hold into ``env``: the counters, the buttons, the end-effector
     target, a moving button's speed (checked by :func:`restore`)."""
     ticks, outside, goal, *contacts = saved["counters"].tolist()
     env._ticks = ticks
     env._tally = PressTally(contacts=contacts, outside=outside, goal=goal)
     env._buttons = saved["buttons"].copy()
-    env.scene.arm.target = saved["target"].copy()
+    env._scene.arm.target = saved["target"].copy()
     if hasattr(env, "button_speed"):
         env.button_speed = float(saved["speed"][0])
 
@@ -103,14 +115,14 @@ def _check(saved: Mapping[str, Any], fresh: dict[str, np.ndarray]) -> None:
     for key in KEYS:
         value = saved.get(key)
         if not isinstance(value, np.ndarray) or value.shape != fresh[key].shape:
-            raise Refused(f"run state of the arm env: {key} is not an array shaped {fresh[key].shape}")
+            raise ValueError(f"{key}: not an array shaped {fresh[key].shape}")
         if key in FLOATS and not (value.dtype.kind == "f" and np.isfinite(value).all()):
-            raise Refused(f"run state of the arm env: {key} holds values that are not finite numbers")
+            raise ValueError(f"{key}: values that are not finite numbers")
         if key not in FLOATS and value.dtype.kind not in "iu":
-            raise Refused(f"run state of the arm env: {key} is not integers")
+            raise ValueError(f"{key}: not integers")
     for key in ("bodies", "joints"):
         if not np.array_equal(saved[key], fresh[key]):
-            raise Refused(f"run state of the arm env: its {key} are not those of this env's scene")
+            raise ValueError(f"{key}: not those of this env's scene")
     counters = saved["counters"]
     if counters.min() < 0 or counters[2] >= len(fresh["buttons"]):
-        raise Refused("run state of the arm env: negative counters or a goal button that does not exist")
+        raise ValueError("counters: negative, or a goal button that does not exist")

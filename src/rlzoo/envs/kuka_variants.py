@@ -39,6 +39,10 @@ class KukaRandButtonEnv(KukaButtonEnv):
 
     _distractors: list[int]
 
+    def get_state(self) -> None:
+        """None: a fresh env holds other distractors, so no saved state continues exactly."""
+        return None
+
     def _load_extras(self) -> None:
         self._distractors = []
         self._sphere = self._scene.load_urdf("sphere_small.urdf", SPHERE_START)

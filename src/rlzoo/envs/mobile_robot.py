@@ -7,6 +7,7 @@ override only what differs (actions, targets, distance, ground truth, drawing of
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar, TypeAlias
 
 import gymnasium as gym
@@ -51,6 +52,26 @@ def step_reward(distance: Values, on_target: Any, bumped: Any, shape_reward: boo
 def next_target(current: Any, on_target: Any, n_targets: int) -> Any:
     """:return: the index of the current target after a step: reaching it moves on to the next; the last stays."""
     return current + on_target * (current < n_targets - 1)
+
+
+def checked_state(saved: Mapping[str, Any], held: Mapping[str, Any], n_targets: int) -> dict[str, NDArray[Any]]:
+    """``saved`` (a checkpoint's ``robot``, ``targets``, ``current``, ``steps``, of one env or of all) as arrays of
+    the shapes and dtypes of ``held``, the env's own.
+
+    :raise ValueError: a value that is missing, of another shape or kind, not finite, or out of range."""
+    found = {}
+    for name, now in held.items():
+        value, like = saved.get(name), np.asarray(now)
+        array = np.asarray(value) if isinstance(value, int | np.ndarray) and not isinstance(value, bool) else None
+        if array is None or array.shape != like.shape or (array.dtype.kind == "f") != (like.dtype.kind == "f"):
+            kind = "numbers" if like.dtype.kind == "f" else "integers"
+            raise ValueError(f"{name}: expected {kind} shaped {like.shape}")
+        if not np.isfinite(array).all() or (array.dtype.kind != "f" and array.min(initial=0) < 0):
+            raise ValueError(f"{name}: holds values that are not finite, or negative counts")
+        found[name] = array.astype(like.dtype)
+    if found["current"].max(initial=0) >= n_targets:
+        raise ValueError(f"current: a target that does not exist (there are {n_targets})")
+    return found
 
 
 class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
@@ -260,6 +281,18 @@ class MobileRobotEnv(gym.Env[NDArray[np.float32], Action]):
             if not self._inside_walls(self._robot):
                 raise ValueError(f"robot_position must lie in x ∈ {X_LIMITS}, y ∈ {Y_LIMITS}, got {self._robot}")
         return self._observation(), self._info(bumped=False)
+
+    def get_state(self) -> dict[str, Any]:
+        """The episode's state (its generator aside): the robot, the targets, the current target, the steps taken
+        (the ``Stateful`` protocol of a checkpoint, ``rlzoo.stateful``)."""
+        return {"robot": self._robot.copy(), "targets": self._targets.copy(), "current": self._current,
+                "steps": self._steps}  # fmt: skip
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Put back a state from :meth:`get_state` of an env of the same config (checked: ``ValueError``)."""
+        found = checked_state(state, self.get_state(), len(self._targets))
+        self._robot, self._targets = found["robot"], found["targets"]
+        self._current, self._steps = int(found["current"]), int(found["steps"])
 
     def step(self, action: Action) -> tuple[NDArray[np.float32], float, bool, bool, dict[str, Any]]:
         moved = self._robot + self._displacement(action)

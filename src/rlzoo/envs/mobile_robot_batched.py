@@ -11,7 +11,7 @@ It has no per-env ``Monitor``: :class:`rlzoo.training.monitor.PerEnvMonitor` doe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from rlzoo.envs import ENV_IDS
-from rlzoo.envs.mobile_robot import EPS, STEP, MobileRobotEnv, inside_walls, next_target, step_reward
+from rlzoo.envs.mobile_robot import EPS, STEP, MobileRobotEnv, checked_state, inside_walls, next_target, step_reward
 from rlzoo.envs.mobile_robot_variants import MobileRobot1DEnv, MobileRobot2TargetEnv, MobileRobotLineTargetEnv
 
 # The env classes whose every rule has an array form here; a subclass may change a rule, so it is not accepted.
@@ -114,6 +114,18 @@ class BatchedMobileRobot(VecEnv):
         obs, self.reset_infos[rank] = env.reset(seed=seed, options=options or None)
         self._pull(rank)
         return env.render() if self.pixels else obs
+
+    # --- a checkpoint's state (the Stateful protocol of rlzoo.stateful) ----------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """Every robot's episode (the arrays, the truth of the per-robot envs; their generators are theirs)."""
+        return {"robot": self._robots.copy(), "targets": self._targets.copy(), "current": self._current.copy(),
+                "steps": self._steps.copy()}  # fmt: skip
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Put back a state from :meth:`get_state` of a vec env of the same config (checked: ``ValueError``)."""
+        found = checked_state(state, self.get_state(), self._targets.shape[1])
+        self._robots, self._targets = found["robot"], found["targets"]
+        self._current, self._steps = found["current"], found["steps"]
 
     # --- the VecEnv interface ---------------------------------------------------------------------------------------
     def reset(self) -> VecEnvObs:

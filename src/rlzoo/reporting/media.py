@@ -46,6 +46,7 @@ def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False
     :return: None when the run has no model yet or its env does not render.
     :raise ConfigError: the run is refused untrusted (:class:`~rlzoo.errors.Refused`): one line naming it.
     """
+    from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
     from rlzoo.training.kind import ReplayRequest, kind_of_run
 
     try:

@@ -22,7 +22,6 @@ from rlzoo.algos.factory import check_action_space
 from rlzoo.any_env import making
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.any_env.wrappers import EpisodeSeeds, StepCap
-from rlzoo.envs.mobile_robot_batched import BatchedMobileRobot
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir
 from rlzoo.srl.pixels import rendered_pixels
@@ -114,7 +113,7 @@ def _wrapped(maker: Callable[[], gym.Env], wrapper: Callable[[gym.Env], gym.Env]
 
 
 def _batched(spec: EnvSpec, representation: Representation, n_envs: int, seed: int) -> VecEnv:
-    """``vec_env=batched``: the MobileRobot family stepped as one array operation (ground truth or native pixels)."""
+    """``vec_env=batched``: the envs stepped as one array operation (ground truth or native pixels)."""
     wrapper = representation.observation_wrapper
     pixels = isinstance(wrapper, functools.partial) and wrapper.func is rendered_pixels
     if wrapper is not None and not pixels:
@@ -123,7 +122,7 @@ def _batched(spec: EnvSpec, representation: Representation, n_envs: int, seed: i
             "per-env wrapper: use vec_env=dummy"
         )
     try:
-        venv = BatchedMobileRobot(spec.id, n_envs, seed, pixels, **spec.kwargs, **representation.make_kwargs)
+        venv = making.batched_vec_env(spec.id, n_envs, seed, pixels, **spec.kwargs, **representation.make_kwargs)
     except ValueError as error:
         raise ConfigError(f"vec_env=batched: {error}") from None
     size = (wrapper.keywords.get("height"), wrapper.keywords.get("width")) if pixels else None  # type: ignore[union-attr]

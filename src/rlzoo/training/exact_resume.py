@@ -26,14 +26,12 @@ from rlzoo.training.buffer_chunks import (
     save_priorities,
     saveable,
 )
+from rlzoo.training.env_state import capture_envs, envs_saveable, restore_envs, same_format
 from rlzoo.training.run_state import (
     Snapshot,
-    capture_envs,
     capture_generators,
     capture_logger,
     capture_model,
-    envs_saveable,
-    restore_envs,
     restore_generators,
     restore_logger,
     restore_model,
@@ -95,14 +93,14 @@ def restore_run_state(folder: Path, run_path: Path, model: BaseAlgorithm, keep_b
     if snapshot is None:
         return None
     env = model.get_env()
-    if snapshot.get(ENVS_SAVED) is True and env is not None and envs_saveable(env):
+    if snapshot.get(ENVS_SAVED) is True and same_format(snapshot) and env is not None and envs_saveable(env):
         restore_envs(snapshot, env)
         restore_model(snapshot, model)
     else:
         restore_model(_without_observations(snapshot), model)  # counters only: the envs start new episodes
-        LOG.warning(f"resuming from {folder}: the training envs' state cannot be saved (only rlzoo's MobileRobot "
-                    "family, Gymnasium's classic control and the Kuka arm with nothing in contact at the checkpoint "
-                    "resume exactly): they start new episodes, so this run will not end exactly where an "
+        LOG.warning(f"resuming from {folder}: the training envs' state cannot be saved (envs, wrappers and vec "
+                    "envs resume exactly when they implement get_state/set_state, docs/resume.md, and could save "
+                    "it at the checkpoint): they start new episodes, so this run will not end exactly where an "
                     "uninterrupted one would")  # fmt: skip
     buffer, found = _buffer(model), snapshot.get(BUFFER)
     if buffer is not None and keep_buffer and isinstance(found, dict):

@@ -4,8 +4,9 @@ the run keys it honours.
 A kind (single-agent, multi-agent) is a :class:`RunKind`: it plans a run (:class:`KindPlan`), builds its learners
 and envs (:class:`Learning`), loads a trained run's agent and replays it (:class:`ReplayRequest`), and says which run
 keys of ``conf/train.yaml`` it honours. A run's kind is resolved once, by :func:`resolve_kind` (from a config) or
-:func:`kind_of_run` (from a run dir's saved config), through the registry :data:`KINDS`: adding a kind is one class
-and one :class:`KindEntry`. The skeleton does the rest
+:func:`kind_of_run` (from a run dir's saved config), through the registry :data:`KINDS`, which each kind's package
+fills when it is imported (:func:`register_kind`; :mod:`rlzoo.kinds` imports every kind's package): adding a kind is
+one class and one :class:`KindEntry`, in the kind's own package. The skeleton does the rest
 once for every kind: the run dir's claim and lock (fresh, or cut back to the resume point), the write-fault guard,
 loggers and W&B, the run clock and the metrics file. A kind's learning uses the shared writers: the returns100 curve
 and checkpoints with their resume state (:mod:`rlzoo.training.callbacks`). A run key a kind does not honour is refused
@@ -15,7 +16,6 @@ before anything is written (:func:`refuse_unhonoured`).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,20 +176,16 @@ class RunKind(Protocol):
 
 @dataclass(frozen=True)
 class KindEntry:
-    """A kind in the registry: its name, its class as ``module:Class`` (imported only for a run of the kind) and the
-    config keys that mark a run of it (a dotted key marks when present; no key: the kind of every other run)."""
+    """A kind in the registry: its name, what makes it (a class or a function that imports the kind's modules only
+    for a run of it) and the config keys that mark a run of it (a dotted key marks when present; no key: the kind of
+    every other run)."""
 
     name: str
-    target: str
+    make: Callable[[], RunKind]
     marks: tuple[str, ...] = ()
 
     def marks_config(self, config: DictConfig) -> bool:
         return any(_present(config, key) for key in self.marks)
-
-    def make(self) -> RunKind:
-        module, name = self.target.split(":")
-        kind: RunKind = getattr(importlib.import_module(module), name)()
-        return kind
 
 
 def _present(config: DictConfig, dotted: str) -> bool:
@@ -201,22 +197,24 @@ def _present(config: DictConfig, dotted: str) -> bool:
     return True
 
 
-# The kinds of run, the first whose marks a config has wins; the last one (no marks) takes every other config.
+# The kinds of run, latest registered first: the first whose marks a config has wins; the one without marks takes
+# every other config. Filled by the kinds' packages as they are imported.
 SINGLE_AGENT = "single-agent"
-KINDS: list[KindEntry] = [
-    KindEntry("multi-agent", "rlzoo.multiagent.kind:MultiAgent", ("multiagent", "env.api")),
-    KindEntry(SINGLE_AGENT, "rlzoo.agents.kind:SingleAgent"),
-]
+KINDS: list[KindEntry] = []
 
 
 def register_kind(entry: KindEntry) -> None:
-    """Add a kind ahead of the built-in ones (replacing one of the same name)."""
+    """Add a kind ahead of those registered before (replacing one of the same name)."""
     KINDS[:] = [entry, *(known for known in KINDS if known.name != entry.name)]
 
 
 def kind_entry(config: DictConfig) -> KindEntry:
     """The registry's entry for a run of ``config`` (a composed or a saved config)."""
-    return next(entry for entry in KINDS if not entry.marks or entry.marks_config(config))
+    marked = next((entry for entry in KINDS if entry.marks and entry.marks_config(config)), None)
+    found = marked or next((entry for entry in KINDS if not entry.marks), None)
+    if found is None:
+        raise ConfigError("no kind of run takes this config: import rlzoo.kinds, which registers every kind")
+    return found
 
 
 def resolve_kind(cfg: DictConfig) -> RunKind:

@@ -7,6 +7,7 @@ Every training env of a run is monitored by :class:`PerEnvMonitor`, put around t
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,10 @@ from rlzoo.any_env.wrappers import GAME
 
 
 class PerEnvMonitor(VecEnvWrapper):
-    """SB3's ``Monitor`` for each env of a vec env that has none (:class:`BatchedMobileRobot`): ``info["episode"]``
-    (``r``, ``l``, ``t``) when an episode ends, one ``<rank>.monitor.csv`` per env in ``monitor_dir`` as
-    ``make_vec_env`` writes them, and ``get_attr("episode_returns" | "episode_lengths" | "episode_times")``.
+    """SB3's ``Monitor`` for each env of a vec env that has none (one that steps its envs as arrays):
+    ``info["episode"]`` (``r``, ``l``, ``t``) when an episode ends, one ``<rank>.monitor.csv`` per env in
+    ``monitor_dir`` as ``make_vec_env`` writes them, and
+    ``get_attr("episode_returns" | "episode_lengths" | "episode_times")``.
 
     :param venv: the vec env
     :param monitor_dir: where the CSV files go (None: no files)
@@ -90,6 +92,17 @@ class PerEnvMonitor(VecEnvWrapper):
                 self._writers[i].write_row(episode)
             self._return[i], self._length[i] = 0.0, 0
         return obs, rewards, dones, infos
+
+    def get_state(self) -> dict[str, Any]:
+        """The running episodes' returns and lengths (:class:`rlzoo.stateful.Stateful`)."""
+        return {"return": self._return.copy(), "length": self._length.copy()}
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        for name, held in (("return", self._return), ("length", self._length)):
+            saved = state.get(name)
+            if not isinstance(saved, np.ndarray) or saved.shape != held.shape or saved.dtype.kind not in "iuf":
+                raise ValueError(f"{name}: expected {held.shape[0]} numbers of the monitor's running episodes")
+            held[:] = saved
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         if attr_name in self.EPISODE_ATTRIBUTES:

@@ -1,6 +1,6 @@
 """One trial: its values sampled, its config made, trained as a normal rlzoo run dir, its outcome told to the study.
 
-A trial trains through :func:`rlzoo.agents.kind.train_run` (the skeleton and single-agent kind of ``rlzoo.train``)
+A trial trains through :func:`rlzoo.single_agent.kind.train_run` (the skeleton and single-agent kind of ``rlzoo.train``)
 with one extra callback, :class:`~rlzoo.tune.pruning.EvaluateAndPrune`. Its value is the mean return of the run's test
 episodes (``tune.eval_episodes``, deterministic) after training; a pruned trial stops training at once, and its run
 dir is finished as usual (model, test episodes, ``metrics.json`` with the steps it reached). A trial that raises, or
@@ -106,7 +106,7 @@ def run_trial(
     study: optuna.Study, trial: optuna.Trial, values: dict[str, Any], base: Mapping[str, Any], settings: TuneSettings
 ) -> TrialOutcome:
     """Train and tell one trial with its sampled ``values``; failures are told as failed, not raised."""
-    from rlzoo.agents.kind import train_run  # torch and SB3: only where trials train
+    from rlzoo.single_agent.kind import train_run  # torch and SB3: only where trials train
 
     run_dir = settings.trials_dir / str(trial.number)
     trial.set_user_attr(RUN_DIR, str(run_dir))

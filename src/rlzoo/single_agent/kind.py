@@ -1,6 +1,6 @@
 """The single-agent kind of run, end to end (:class:`rlzoo.training.kind.RunKind`): one SB3 model on ``n_envs``
 Gymnasium envs, planned by :func:`rlzoo.training.plan.plan_run`, learning and tested as
-:mod:`rlzoo.training.single_agent` does, loaded back as a :class:`~rlzoo.agents.loaded_agent.TestAgent` and replayed
+:mod:`rlzoo.single_agent.learning` does, loaded back as a :class:`~rlzoo.agents.loaded_agent.TestAgent` and replayed
 through :mod:`rlzoo.playback.loading`. Every run key of ``conf/train.yaml`` is honoured."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from omegaconf import DictConfig
 
 from rlzoo.agents.loaded_agent import TestAgent
 from rlzoo.rundir import RunDir
+from rlzoo.single_agent.learning import CallbackFactory, SingleAgentLearning, build_single_agent
 from rlzoo.training.budget import progress_of
 from rlzoo.training.episodes import Progress
 from rlzoo.training.kind import RUN_KEYS, SINGLE_AGENT, Replayed, ReplayRequest, Resources
 from rlzoo.training.plan import RunPlan, plan_run
 from rlzoo.training.run import run
-from rlzoo.training.single_agent import CallbackFactory, SingleAgentLearning, build_single_agent
 
 if TYPE_CHECKING:
     from rlzoo.playback.loading import Episode, LoadedRun

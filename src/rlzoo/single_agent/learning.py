@@ -1,4 +1,4 @@
-"""How a single-agent run learns (its kind: :mod:`rlzoo.agents.kind`): one SB3 model on ``n_envs`` Gymnasium envs,
+"""How a single-agent run learns (its kind: :mod:`rlzoo.single_agent.kind`): one SB3 model on ``n_envs`` Gymnasium envs,
 learning with ``model.learn()`` and the run's callbacks (returns100, checkpoints, live plots, keep-best evaluation),
 tested on envs of its own."""
 
