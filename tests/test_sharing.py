@@ -177,7 +177,7 @@ POISONS = {
     "obs_norm": lambda run, marker: poison_obs_norm(run / OBS_NORM, marker),
 }
 MESSAGES = {
-    "config": r"config.yaml: algo.learning_rate._target_='codecs.open' is outside the allowlist .*trusted=true",
+    "config": r"config.yaml: algo.learning_rate._target_='codecs.open' is outside the allowlist: .*trusted=true",
     "pth": r"model.zip cannot be loaded as PPO: its weights hold a pickled object, not plain tensors; .*trusted=true",
     "obs_norm": r"obs_norm.npz cannot be read: Object arrays cannot be loaded when allow_pickle=False",
 }
@@ -225,7 +225,7 @@ def test_enjoy_command_refuses_a_foreign_target_in_one_line(runs: dict[str, Path
     )
     assert done.returncode != 0 and not marker.exists()
     assert re.fullmatch(r"rlzoo.enjoy: error: \S+config.yaml: algo.learning_rate._target_='codecs.open' is outside "
-                        r"the allowlist .*\n", done.stderr), done.stderr  # fmt: skip
+                        r"the allowlist: .*\n", done.stderr), done.stderr  # fmt: skip
     assert not (copy / "enjoy").exists()
 
 
@@ -280,18 +280,19 @@ PIXELS = {"_target_": "rlzoo.srl.pixels.rendered_pixels", "_partial_": True, "he
 TAKEN = [(("algo", "learning_rate"), SCHEDULE), (("algo", "action_noise"), NOISE),
          (("algo", "policy_kwargs", "activation_fn"), TANH), (("srl_model", "vec_wrapper"), STACK),
          (("srl_model", "observation_wrapper"), PIXELS)]  # fmt: skip
+NO_PLACE = "outside the allowlist: a shared config builds objects only at"
 PPO_NODE = {"_target_": "stable_baselines3.PPO", "_partial_": True, "policy": "MlpPolicy", "env": "mod:Env-v0"}
 REFUSED = [
-    (("algo", "learning_rate"), PPO_NODE, "names 'stable_baselines3.PPO'; it takes a schedule"),
-    (("algo", "policy_kwargs", "net_arch"), PPO_NODE, "holds an object"),
+    (("algo", "learning_rate"), PPO_NODE, "_target_='stable_baselines3.PPO' is outside the allowlist: not a schedule"),
+    (("algo", "policy_kwargs", "net_arch"), PPO_NODE, NO_PLACE),
     (("algo", "policy_kwargs", "activation_fn"), {"_target_": "hydra.utils.get_class", "path": "os.system"},
-     "names 'os.system'; it takes an activation class"),
+     "path='os.system' is outside the allowlist: not an activation class"),
     (("algo", "learning_rate"), {**SCHEDULE, "_partial_": True}, "written as rlzoo writes it"),
     (("algo", "learning_rate"), {**SCHEDULE, "start": "1e-3"}, r"start='1e-3' must be"),
     (("algo", "learning_rate"), {**SCHEDULE, "extra": 1}, "extra is not a keyword of LinearSchedule"),
-    (("srl_model", "make_kwargs"), {"render_mode": PPO_NODE}, "holds an object"),
+    (("srl_model", "make_kwargs"), {"render_mode": PPO_NODE}, NO_PLACE),
     (("srl_model", "vec_wrapper"), {**STACK, "venv": PPO_NODE}, "venv is not a keyword of VecFrameStack"),
-    (("logger", "extra"), {"_target_": "codecs.open"}, "holds _target_"),
+    (("logger", "extra"), {"_target_": "codecs.open"}, r"logger\.extra\._target_='codecs.open' is outside"),
     (("algo", "policy"), {"_target_": "codecs.open"}, "must be a policy name"),
 ]  # fmt: skip
 
@@ -333,10 +334,10 @@ def test_shared_schema_refuses_objects_outside_their_place_or_table(
 def test_shared_schema_takes_algorithms_by_registry_at_the_root_only() -> None:
     values = _shared(("algo", "gamma"), 0.9)
     values["algo"]["_target_"] = LINEAR
-    with pytest.raises(ConfigError, match="is not an algorithm of rlzoo's registry"):
+    with pytest.raises(ConfigError, match="is outside the allowlist: not an algorithm of rlzoo's registry"):
         parse_shared(values, Path("config.yaml"))
     values["algo"]["_target_"] = "stable_baselines3.PPO.load"
-    with pytest.raises(ConfigError, match="is not an algorithm of rlzoo's registry"):
+    with pytest.raises(ConfigError, match="is outside the allowlist: not an algorithm of rlzoo's registry"):
         parse_shared(values, Path("config.yaml"), allow=["stable_baselines3"])  # functions: never
     values["algo"]["_target_"] = "stable_baselines3.PPO"
     assert parse_shared(values, Path("config.yaml")).algorithm == "stable_baselines3.PPO"

@@ -79,7 +79,10 @@ PLACES: dict[str, Callable[[DictConfig, Any], None]] = {
         "learning_rate", {"_target_": SCHEDULE, "_partial_": True, "start": value, "end": 0.0}
     ),
 }
-HIDDEN_TARGET = r"(is an interpolation; a shared run's config holds its values written out|is outside the allowlist)"
+HIDDEN_TARGET = (
+    r"(is an interpolation; a shared run's config holds its values written out|is outside the allowlist"
+    r"|takes a schedule written as rlzoo writes it)"
+)
 
 
 @dataclass(frozen=True)

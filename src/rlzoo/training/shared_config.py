@@ -211,7 +211,8 @@ class _Parser:
         """Plain data: no Hydra key at any depth."""
         if isinstance(node, dict):
             if found := sorted(HYDRA_KEYS & set(node), key=lambda k: k != "_target_"):
-                raise self.refuse(key, f" holds {', '.join(found)}: this value takes plain data, not an object")
+                shown = f".{found[0]}={node[found[0]]!r}"
+                raise self.refuse(key, f"{shown} is outside the allowlist: this value takes plain data, not an object")
             return {str(k): self.plain((*key, str(k)), v) for k, v in node.items()}
         if isinstance(node, list):
             return [self.plain((*key[:-1], f"{key[-1]}[{i}]"), v) for i, v in enumerate(node)]
@@ -220,7 +221,8 @@ class _Parser:
     def typed(self, key: tuple[str, ...], node: dict[str, Any]) -> Built:
         table = _place_of(key)
         if table is None:
-            raise self.refuse(key, " holds an object (_target_); a shared config builds objects only at " + _places())
+            shown = f"._target_={node.get('_target_')!r} is outside the allowlist"
+            raise self.refuse(key, f"{shown}: a shared config builds objects only at {_places()}")
         name = self._entry(key, node, table)
         keywords = {
             k: v for k, v in node.items() if k not in HYDRA_KEYS and not (table.partial is None and k == "path")
@@ -243,7 +245,9 @@ class _Parser:
         named = path if table.partial is None and target == GET_CLASS else target
         names = {value: name for name, value in table.entries.items()}
         if not isinstance(named, str) or named not in names:
-            raise self.refuse(key, f" names {named!r}; it takes {table.what}: one of {table.names()}")
+            field = "path" if table.partial is None and target == GET_CLASS else "_target_"
+            shown = f".{field}={named!r} is outside the allowlist"
+            raise self.refuse(key, f"{shown}: not {table.what} of rlzoo's list ({table.names()})")
         written = {"_target_", "_partial_"} if table.partial else {"_target_"}
         partial = node.get("_partial_", False)
         if HYDRA_KEYS & set(node) - written or partial is not bool(table.partial):
@@ -318,8 +322,8 @@ def _algorithm(parser: _Parser, target: Any, allow: Sequence[str], run_root: Pat
         return target  # an algorithm class of the loading user's own module
     raise parser.refuse(
         ("algo", "_target_"),
-        f"={target!r} is not an algorithm of rlzoo's registry (conf/algo, your rlzoo_conf/algo); allow your own "
-        "module with allow=[<module>]",
+        f"={target!r} is outside the allowlist: not an algorithm of rlzoo's registry (conf/algo, your "
+        "rlzoo_conf/algo); allow your own module with allow=[<module>]",
     )
 
 
