@@ -52,11 +52,11 @@ def _stored(store: Path, representation: str, seed: int) -> Record:
 def rerun_record(store: Path, representation: str, seed: int, folder: Path, log: Callable[[str], None] = print) -> str:
     """Train the stored run of ``representation`` and ``seed`` again in the fresh pipeline dir ``folder``; return
     one line: equal to the last digit, or what differs."""
-    record = _stored(store, representation, seed)
     info = read_store_info(store)
+    kept = [o for o in store_overrides(info, store / STORE_FILE) if not o.startswith(OWN_KEYS)]
+    record = _stored(store, representation, seed)
     if folder.exists():
         raise ConfigError(f"dir={folder} exists; a rerun trains in a fresh folder (choose another dir=)")
-    kept = [o for o in store_overrides(info, store / STORE_FILE) if not o.startswith(OWN_KEYS)]
     spec = pipeline_spec([
         f"experiment={info.experiment}", *kept, f"pipeline.dir={folder}", "pipeline.report=false",
         f"pipeline.sweep.srl_model=[{representation}]", f"pipeline.sweep.seed=[{seed}]",
@@ -75,8 +75,9 @@ def rerun_record(store: Path, representation: str, seed: int, folder: Path, log:
 
 def store_overrides(info: StoreInfo, source: Path) -> list[str]:
     """The overrides of a store's ``store.yaml`` (a store may come from anyone), each checked as ``key=value``: a
-    run key the experiment's pipeline config has (not ``hydra``), set (no ``+``, ``~`` or ``@package``) to one plain
-    value (no sweep, no interpolation, no ``_target_`` or other Hydra key in it).
+    run key the experiment's pipeline config has (not ``hydra``; ``+a.b=`` only for a key inside a node it has, no
+    ``+<group>``, ``++``, ``~`` or ``@package``), set to one plain value (a config group: an option's name; no sweep,
+    no interpolation, no ``_target_`` or other Hydra key in it).
 
     :raise ConfigError: one line naming the override and what a store's overrides take.
     """
@@ -100,9 +101,11 @@ def _override_problem(override: str, config: DictConfig) -> str:
     except Exception:  # Hydra's grammar errors
         return "is not key=value"
     key = parsed.key_or_group
-    if parsed.type is not OverrideType.CHANGE or parsed.package is not None:
-        return "adds, deletes or moves a key (+, ~, @)"
-    if not RUN_KEY.fullmatch(key) or key.split(".")[0] == "hydra" or not _has_key(config, key):
+    added = parsed.type is OverrideType.ADD and "." in key  # a keyword inside a node the experiment has
+    if not (parsed.type is OverrideType.CHANGE or added) or parsed.package is not None:
+        return "adds a config, deletes or moves a key (+<group>, ++, ~, @)"
+    named = key.rsplit(".", 1)[0] if added else key
+    if not RUN_KEY.fullmatch(key) or key.split(".")[0] == "hydra" or not _has_key(config, named):
         return f"names {key!r}, not a run key of the experiment"
     if parsed.is_sweep_override():
         return "is a sweep, not one value"
