@@ -492,3 +492,20 @@ def test_report_command_fails_in_one_line_naming_the_refused_run(
     )  # fmt: skip
     assert done.returncode != 0 and not marker.exists() and not out.exists()
     assert re.fullmatch(rf"rlzoo.report: error: the replay of run {re.escape(str(run))} was refused: .*\n", done.stderr)
+
+
+def test_report_fails_naming_the_run_whose_replay_raises(
+    bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay that raises (here a truncated ``model.zip``) fails the report in one line naming the run, writing no
+    page: a report never says "0 replay(s)" over a run it could not replay."""
+    run = tmp_path / "sweep" / "run"
+    shutil.copytree(bases["ppo"], run)
+    model = run / MODEL
+    model.write_bytes(model.read_bytes()[:100])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as error:
+        _report(run, False, ())
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"the replay of run {run} failed: "), message
+    assert not (tmp_path / "report.html").exists()
