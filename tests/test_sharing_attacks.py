@@ -509,3 +509,38 @@ def test_report_fails_naming_the_run_whose_replay_raises(
     message = str(error.value)
     assert "\n" not in message and message.startswith(f"the replay of run {run} failed: "), message
     assert not (tmp_path / "report.html").exists()
+
+
+def test_untrusted_load_instantiates_only_rlzoo_own_targets(
+    bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What reaches Hydra's ``instantiate`` on an untrusted load is the config rlzoo wrote from the typed description:
+    every ``_target_`` in it is one of rlzoo's tables (a schedule planted in the run here)."""
+    import hydra.utils
+
+    from rlzoo.training.shared_config import GET_CLASS, PLACES, algorithm_registry
+
+    run = tmp_path / "shared" / "run"
+    shutil.copytree(bases["ppo"], run)
+    schedule = {"_target_": SCHEDULE, "start": 0.001, "end": 0.0, "end_fraction": 1.0}
+    _edit_config(run, lambda config: config.algo.__setitem__("learning_rate", schedule))
+    seen: list[str] = []
+    real = hydra.utils.instantiate
+
+    def spy(config: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.extend(target for target, _ in _targets_in(OmegaConf.to_container(OmegaConf.create(config))))
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(hydra.utils, "instantiate", spy)
+    load_run(run)
+    ours = {path for table in PLACES.values() for path in table.entries.values()} | {GET_CLASS}
+    assert SCHEDULE in seen and set(seen) <= ours | set(algorithm_registry()), seen
+
+
+def _targets_in(node: Any) -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        found = [(node["_target_"], node)] if "_target_" in node else []
+        return found + [pair for value in node.values() for pair in _targets_in(value)]
+    if isinstance(node, list):
+        return [pair for value in node for pair in _targets_in(value)]
+    return []
