@@ -21,7 +21,8 @@ the file's text; a node anywhere else, or an entry or keyword outside its table,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -303,8 +304,10 @@ def _algo_keyword(parser: _Parser, word: str, value: Any) -> Any:
     return parser.value(key, value)
 
 
-def algorithm_registry() -> dict[str, str]:
-    """The algorithm paths rlzoo's ``conf/algo`` options name, by path (the value is rlzoo's own string)."""
+@functools.cache
+def algorithm_registry() -> Mapping[str, str]:
+    """The algorithm paths rlzoo's ``conf/algo`` options name, by path (the value is rlzoo's own string); read once
+    (rlzoo's own ``conf/`` is part of the package)."""
     found: dict[str, str] = {}
     for path in sorted((CONFIG_DIR / "algo").glob("*.yaml")):
         option = OmegaConf.load(path)
@@ -325,9 +328,6 @@ def _algorithm(parser: _Parser, target: Any, allow: Sequence[str], run_root: Pat
         f"={target!r} is outside the allowlist: not an algorithm of rlzoo's registry (conf/algo, your "
         "rlzoo_conf/algo); allow your own module with allow=[<module>]",
     )
-
-
-ConfigCheck = Callable[[DictConfig, Path, Sequence[str]], DictConfig]
 
 
 def shared_config(config: DictConfig, source: Path, allow: Sequence[str] = ()) -> DictConfig:
