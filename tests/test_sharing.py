@@ -294,6 +294,9 @@ REFUSED = [
     (("srl_model", "vec_wrapper"), {**STACK, "venv": PPO_NODE}, "venv is not a keyword of VecFrameStack"),
     (("logger", "extra"), {"_target_": "codecs.open"}, r"logger\.extra\._target_='codecs.open' is outside"),
     (("algo", "policy"), {"_target_": "codecs.open"}, "must be a policy name"),
+    (("algo", "policy_kwargs", "_target_"), "stable_baselines3.PPO", "a mapping of policy keywords, not an object"),
+    (("srl_model", "_target_"), "stable_baselines3.PPO", r"srl_model\._target_='stable_baselines3.PPO' is outside"),
+    (("_target_",), "stable_baselines3.PPO", "_target_ is refused at the root"),
 ]  # fmt: skip
 
 

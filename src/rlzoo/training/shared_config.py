@@ -281,15 +281,14 @@ def parse_shared(plain: dict[str, Any], source: Path, allow: Sequence[str] = ())
     algorithm = _algorithm(parser, algo.get("_target_"), allow, source.parent)
     if algo.get("_partial_", True) is not True or HYDRA_KEYS & set(algo) - {"_target_", "_partial_"}:
         raise parser.refuse(("algo",), " is an algorithm written as rlzoo writes it (_target_ and _partial_: true)")
+    if found := sorted(HYDRA_KEYS & set(plain)):
+        raise parser.refuse((found[0],), " is refused at the root: a run's config is a mapping of run keys")
     values: dict[str, Any] = {}
     for name, node in plain.items():
-        key = (str(name),)
         if name == "algo":
             values[name] = {k: _algo_keyword(parser, k, v) for k, v in node.items() if k not in HYDRA_KEYS}
-        elif name == "srl_model" and isinstance(node, dict):
-            values[name] = {str(k): parser.value((*key, str(k)), v) for k, v in node.items()}
-        else:
-            values[str(name)] = parser.plain(key, node)
+        else:  # srl_model's typed places, or plain data
+            values[name] = parser.value((name,), node) if name == "srl_model" else parser.plain((name,), node)
     return SharedConfig(algorithm, values)
 
 
@@ -300,6 +299,8 @@ def _algo_keyword(parser: _Parser, word: str, value: Any) -> Any:
     if word == "policy" and value is not None and not isinstance(value, str):
         raise parser.refuse(key, "=<object> must be a policy name (MlpPolicy ...) in a shared config")
     if word == "policy_kwargs" and isinstance(value, dict):
+        if HYDRA_KEYS & set(value):
+            raise parser.refuse(key, " holds _target_ ...: it is a mapping of policy keywords, not an object")
         return {str(k): parser.value((*key, str(k)), v) for k, v in value.items()}
     return parser.value(key, value)
 
