@@ -62,7 +62,9 @@ def test_pipeline_search_path_holds_only_the_options_it_wrote(tmp_path: Path) ->
 
 PAYLOAD = "{_target_:codecs.open,_args_:[MARKER,w]}"
 HOSTILE = {
-    "target": (f"algo.learning_rate={PAYLOAD}", "holds an interpolation or an object"),
+    "target": ("+algo.policy_kwargs._target_=codecs.open", r"names 'algo.policy_kwargs._target_', not a run key"),
+    "args": ("+algo.policy_kwargs._args_=[MARKER,w]", r"names 'algo.policy_kwargs._args_', not a run key"),
+    "node": (f"algo.gamma={PAYLOAD}", "holds an interpolation or an object"),
     "hydra": (f"hydra.callbacks.ran={PAYLOAD}", "names 'hydra.callbacks.ran', not a run key"),
     "add-group": ("+hydra/callbacks=ran", r"adds a config, deletes or moves a key"),
     "interpolation": ("n_envs=${oc.env:HOME}", "holds an interpolation or an object"),
@@ -97,9 +99,10 @@ def test_store_overrides_name_run_keys_with_plain_values(
 
 
 def test_a_store_override_with_a_target_is_live_when_composed(tmp_path: Path) -> None:
-    """The proof that the ``target`` case is live: composed as the user's own override, it builds the payload."""
+    """The proof that the ``target`` and ``args`` cases are live: composed as the user's own overrides, they build
+    the payload."""
     marker = tmp_path / "ran"
-    override = HOSTILE["target"][0].replace("MARKER", str(marker))
-    with contextlib.suppress(Exception):  # a file object is no learning rate: the check fails after it ran
-        build_algorithm_factory(compose_config(["algo=ppo", override], run_dir=None).algo)
+    overrides = [HOSTILE[case][0].replace("MARKER", str(marker)) for case in ("target", "args")]
+    with contextlib.suppress(Exception):  # a file object is no policy_kwargs: the check fails after it ran
+        build_algorithm_factory(compose_config(["algo=ppo", *overrides], run_dir=tmp_path / "run").algo)
     assert marker.exists()

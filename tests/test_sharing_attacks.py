@@ -3,8 +3,8 @@
 A table-driven generator makes the cases: a payload (a ``_target_`` that opens a marker file for writing when it is
 built) hidden in a way (a plain node, ``oc.decode`` / ``oc.create`` interpolations, an escaped interpolation that a
 second resolution brings alive, a reference) at a place (a value, a nested node, a list item, a ``_partial_``'s
-keyword); an allowed algorithm class nested below the root whose ``env`` string names a module shipped beside the run dir
-(SB3 hands it to ``gymnasium.make``, which imports it); env ids naming such a module (it writes the marker when
+keyword); an allowed algorithm class nested below the root whose ``env`` string names a module shipped beside the run
+dir (SB3 hands it to ``gymnasium.make``, which imports it); env ids naming such a module (it writes the marker when
 imported); a YAML tag;
 state files and links naming paths outside the run dir (``..``, absolute, symlinked log, output folder and model).
 

@@ -105,7 +105,8 @@ def _override_problem(override: str, config: DictConfig) -> str:
     if not (parsed.type is OverrideType.CHANGE or added) or parsed.package is not None:
         return "adds a config, deletes or moves a key (+<group>, ++, ~, @)"
     named = key.rsplit(".", 1)[0] if added else key
-    if not RUN_KEY.fullmatch(key) or key.split(".")[0] == "hydra" or not _has_key(config, named):
+    parts = key.split(".")
+    if not RUN_KEY.fullmatch(key) or parts[0] == "hydra" or HYDRA_KEYS & set(parts) or not _has_key(config, named):
         return f"names {key!r}, not a run key of the experiment"
     if parsed.is_sweep_override():
         return "is a sweep, not one value"
