@@ -35,7 +35,7 @@ from rlzoo.kinds import load_agent
 from rlzoo.playback.loading import load_run
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir
 from rlzoo.train import train
-from rlzoo.training.safe_load import allowed_target
+from rlzoo.training.shared_config import PLACES, Built, parse_shared
 
 TINY = [*TINY_RUN, "test_episodes=0"]
 RUNS = {
@@ -177,7 +177,7 @@ POISONS = {
     "obs_norm": lambda run, marker: poison_obs_norm(run / OBS_NORM, marker),
 }
 MESSAGES = {
-    "config": r"config.yaml: algo.learning_rate._target_='codecs.open' is outside the allowlist .*trusted=true",
+    "config": r"config.yaml: algo.learning_rate._target_='codecs.open' is outside the allowlist: .*trusted=true",
     "pth": r"model.zip cannot be loaded as PPO: its weights hold a pickled object, not plain tensors; .*trusted=true",
     "obs_norm": r"obs_norm.npz cannot be read: Object arrays cannot be loaded when allow_pickle=False",
 }
@@ -225,7 +225,7 @@ def test_enjoy_command_refuses_a_foreign_target_in_one_line(runs: dict[str, Path
     )
     assert done.returncode != 0 and not marker.exists()
     assert re.fullmatch(r"rlzoo.enjoy: error: \S+config.yaml: algo.learning_rate._target_='codecs.open' is outside "
-                        r"the allowlist .*\n", done.stderr), done.stderr  # fmt: skip
+                        r"the allowlist: .*\n", done.stderr), done.stderr  # fmt: skip
     assert not (copy / "enjoy").exists()
 
 
@@ -270,28 +270,83 @@ def test_report_replays_a_shared_run_without_its_pickles(runs: dict[str, Path], 
     assert [replay.run.path for replay in page.replays] == [copy] and not marker.exists()
 
 
-ALLOWED = ["stable_baselines3.PPO", "sb3_contrib.TQC", "rlzoo.algos.dqn_family.DeepQ", "torch.nn.ReLU",
-           "stable_baselines3.common.utils.LinearSchedule", "stable_baselines3.common.noise.NormalActionNoise",
-           "stable_baselines3.common.vec_env.VecFrameStack", "rlzoo.srl.wrapper.EncodeObservations",
-           "rlzoo.srl.pixels.rendered_pixels"]  # fmt: skip
-REFUSED = ["codecs.open", "os.system", "stable_baselines3.PPO.load", "stable_baselines3.PPO.__init__",
-           "stable_baselines3.common.save_util.load_from_pkl", "stable_baselines3.common.utils.os.system",
-           "torch.nn.modules.module.torch.load", "rlzoo.training.monitor.PerEnvMonitor",
-           "stable_baselines3.common.monitor.Monitor", "stable_baselines3.common.vec_env.VecVideoRecorder",
-           "rlzoo.files.atomic_write_text"]  # fmt: skip
+LINEAR = "stable_baselines3.common.utils.LinearSchedule"
+SCHEDULE = {"_target_": LINEAR, "start": 0.001, "end": 0.0, "end_fraction": 1.0}
+TANH = {"_target_": "hydra.utils.get_class", "path": "torch.nn.Tanh"}
+NOISE = {"_target_": "stable_baselines3.common.noise.NormalActionNoise", "mean": [0.0], "sigma": [0.1]}
+STACK = {"_target_": "stable_baselines3.common.vec_env.VecFrameStack", "_partial_": True, "n_stack": 4}
+PIXELS = {"_target_": "rlzoo.srl.pixels.rendered_pixels", "_partial_": True, "height": 64, "width": 64}
+# (place, value): each an object the typed description takes at that place.
+TAKEN = [(("algo", "learning_rate"), SCHEDULE), (("algo", "action_noise"), NOISE),
+         (("algo", "policy_kwargs", "activation_fn"), TANH), (("srl_model", "vec_wrapper"), STACK),
+         (("srl_model", "observation_wrapper"), PIXELS)]  # fmt: skip
+NO_PLACE = "outside the allowlist: a shared config builds objects only at"
+PPO_NODE = {"_target_": "stable_baselines3.PPO", "_partial_": True, "policy": "MlpPolicy", "env": "mod:Env-v0"}
+REFUSED = [
+    (("algo", "learning_rate"), PPO_NODE, "_target_='stable_baselines3.PPO' is outside the allowlist: not a schedule"),
+    (("algo", "policy_kwargs", "net_arch"), PPO_NODE, NO_PLACE),
+    (("algo", "policy_kwargs", "activation_fn"), {"_target_": "hydra.utils.get_class", "path": "os.system"},
+     "path='os.system' is outside the allowlist: not an activation class"),
+    (("algo", "learning_rate"), {**SCHEDULE, "_partial_": True}, "written as rlzoo writes it"),
+    (("algo", "learning_rate"), {**SCHEDULE, "start": "1e-3"}, r"start='1e-3' must be"),
+    (("algo", "learning_rate"), {**SCHEDULE, "extra": 1}, "extra is not a keyword of LinearSchedule"),
+    (("srl_model", "make_kwargs"), {"render_mode": PPO_NODE}, NO_PLACE),
+    (("srl_model", "vec_wrapper"), {**STACK, "venv": PPO_NODE}, "venv is not a keyword of VecFrameStack"),
+    (("logger", "extra"), {"_target_": "codecs.open"}, r"logger\.extra\._target_='codecs.open' is outside"),
+    (("algo", "policy"), {"_target_": "codecs.open"}, "must be a policy name"),
+    (("algo", "policy_kwargs", "_target_"), "stable_baselines3.PPO", "a mapping of policy keywords, not an object"),
+    (("srl_model", "_target_"), "stable_baselines3.PPO", r"srl_model\._target_='stable_baselines3.PPO' is outside"),
+    (("_target_",), "stable_baselines3.PPO", "_target_ is refused at the root"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize("target", ALLOWED + REFUSED)
-def test_allowlist_takes_classes_of_the_allowed_kinds_only(target: str) -> None:
-    assert allowed_target(target, {"_target_": target}) == (target in ALLOWED)
+def _shared(place: tuple[str, ...], value: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"algo": {"_target_": "stable_baselines3.PPO", "_partial_": True, "policy_kwargs": {}},
+                              "srl_model": {"name": "ground_truth"}, "logger": {}}  # fmt: skip
+    node = values
+    for key in place[:-1]:
+        node = node.setdefault(key, {})
+    node[place[-1]] = value
+    return values
 
 
-def test_get_class_and_a_users_module_are_checked_too() -> None:
-    get_class = "hydra.utils.get_class"
-    assert allowed_target(get_class, {"_target_": get_class, "path": "torch.nn.Tanh"})
-    assert not allowed_target(get_class, {"_target_": get_class, "path": "os.system"})
-    assert allowed_target("stable_baselines3.PPO", {}, allow=["stable_baselines3"])
-    assert not allowed_target("stable_baselines3.PPO.load", {}, allow=["stable_baselines3"])  # functions: never
+@pytest.mark.parametrize(("place", "value"), TAKEN)
+def test_shared_schema_rebuilds_the_objects_of_its_tables(place: tuple[str, ...], value: Any) -> None:
+    """A typed node at its place is parsed into a typed value and written again by rlzoo: equal to the file's, its
+    class path rlzoo's own string."""
+    values = _shared(place, value)
+    described = parse_shared(values, Path("config.yaml"))
+    assert OmegaConf.to_container(described.config()) == values
+    found: Any = described.values
+    for key in place:
+        found = found[key]
+    assert isinstance(found, Built)
+    path = found.node().get("path", found.node()["_target_"])
+    assert any(path is ours for table in PLACES.values() for ours in table.entries.values())  # not the file's text
+
+
+@pytest.mark.parametrize(("place", "value", "message"), REFUSED)
+def test_shared_schema_refuses_objects_outside_their_place_or_table(
+    place: tuple[str, ...], value: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_shared(_shared(place, value), Path("config.yaml"))
+    assert re.search(message, str(error.value)) and "\n" not in str(error.value), str(error.value)
+
+
+def test_shared_schema_takes_algorithms_by_registry_at_the_root_only() -> None:
+    values = _shared(("algo", "gamma"), 0.9)
+    values["algo"]["_target_"] = LINEAR
+    with pytest.raises(ConfigError, match="is outside the allowlist: not an algorithm of rlzoo's registry"):
+        parse_shared(values, Path("config.yaml"))
+    values["algo"]["_target_"] = "stable_baselines3.PPO.load"
+    with pytest.raises(ConfigError, match="is outside the allowlist: not an algorithm of rlzoo's registry"):
+        parse_shared(values, Path("config.yaml"), allow=["stable_baselines3"])  # functions: never
+    values["algo"]["_target_"] = "stable_baselines3.PPO"
+    assert parse_shared(values, Path("config.yaml")).algorithm == "stable_baselines3.PPO"
+    values["algo"]["env"] = "mod:Env-v0"
+    with pytest.raises(ConfigError, match=r"algo\.env is set by the env group"):
+        parse_shared(values, Path("config.yaml"))
 
 
 def test_multiagent_run_loads_and_resumes_without_its_pickles(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 A table-driven generator makes the cases: a payload (a ``_target_`` that opens a marker file for writing when it is
 built) hidden in a way (a plain node, ``oc.decode`` / ``oc.create`` interpolations, an escaped interpolation that a
 second resolution brings alive, a reference) at a place (a value, a nested node, a list item, a ``_partial_``'s
-keyword); env ids naming a module shipped beside the run dir (the module writes the marker when imported); a YAML tag;
+keyword); an allowed algorithm class nested below the root whose ``env`` string names a module shipped beside the run
+dir (SB3 hands it to ``gymnasium.make``, which imports it); env ids naming such a module (it writes the marker when
+imported); a YAML tag;
 state files and links naming paths outside the run dir (``..``, absolute, symlinked log, output folder and model).
 
 Untrusted, every case goes through every load path that reads what it plants (``enjoy``, ``load_agent``,
@@ -79,7 +81,10 @@ PLACES: dict[str, Callable[[DictConfig, Any], None]] = {
         "learning_rate", {"_target_": SCHEDULE, "_partial_": True, "start": value, "end": 0.0}
     ),
 }
-HIDDEN_TARGET = r"(is an interpolation; a shared run's config holds its values written out|is outside the allowlist)"
+HIDDEN_TARGET = (
+    r"(is an interpolation; a shared run's config holds its values written out|is outside the allowlist"
+    r"|takes a schedule written as rlzoo writes it)"
+)
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ class Attack:
     :param live: trusted=true runs it (a YAML tag never runs: OmegaConf's loader builds no objects; an ``oc.env``
         interpolation reads, it runs nothing).
     :param leads_to: for a path case, the path (in the copy) whose resolution leads outside it.
+    :param unbuilt: load paths that never build what it plants (a multi-agent run has no representation): refused
+        untrusted all the same, not run trusted.
     """
 
     name: str
@@ -100,6 +107,7 @@ class Attack:
     reads: frozenset[str] | None = None
     live: bool = True
     leads_to: str | None = None
+    unbuilt: frozenset[str] = frozenset()
 
 
 def _edit_config(run: Path, edit: Callable[[DictConfig], None]) -> None:
@@ -152,6 +160,28 @@ def _plant_environment(run: Path, marker: Path) -> None:
 def _plant_yaml_tag(run: Path, marker: Path) -> None:
     with (run / "config.yaml").open("a") as stream:
         stream.write(f"payload: !!python/object/apply:codecs.open [{str(marker)!r}, w]\n")
+
+
+# Where an algorithm class is nested below the root (each is built while the algorithm factory or the representation
+# is made, before any keyword check).
+NESTED_ALGORITHM: dict[str, Callable[[DictConfig, Any], None]] = {
+    "policy_kwargs": lambda config, node: config.algo.policy_kwargs.__setitem__("features_extractor_kwargs", node),
+    "learning_rate": lambda config, node: config.algo.__setitem__("learning_rate", node),
+    "make_kwargs": lambda config, node: config.srl_model.__setitem__("make_kwargs", {"options": node}),
+}
+
+
+def _plant_nested_algorithm(place: str) -> Callable[[Path, Path], None]:
+    """An allowlisted algorithm class below the root whose ``env`` is ``<module>:<Id>``: SB3 hands the string to
+    ``gymnasium.make``, which imports the module (shipped beside the run dir, first on sys.path) when it is built."""
+
+    def plant(run: Path, marker: Path) -> None:
+        name = _module_name(run)
+        (run.parent / f"{name}.py").write_text(f"open({str(marker)!r}, 'w')\n")
+        node = {"_target_": "stable_baselines3.PPO", "policy": "MlpPolicy", "env": f"{name}:CartPole-v1"}
+        _edit_config(run, lambda config: NESTED_ALGORITHM[place](config, node))
+
+    return plant
 
 
 def unfinished(run: Path) -> RunDir:
@@ -245,6 +275,15 @@ def attacks() -> list[Attack]:
     cases = [
         Attack(f"{hiding}-{place}", _plant_value(hiding, place), HIDDEN_TARGET)
         for hiding, place in itertools.product(HIDINGS, PLACES)
+    ]
+    cases += [
+        Attack(
+            f"algorithm-{place}",
+            _plant_nested_algorithm(place),
+            r"_target_='stable_baselines3.PPO' is outside",
+            unbuilt=frozenset({"multiagent"} if place == "make_kwargs" else ()),
+        )
+        for place in NESTED_ALGORITHM
     ]
     cases.append(Attack("self-trusted", _plant_self_trusted, r"algo.learning_rate._target_='codecs.open' is outside"))
     cases.append(Attack("module-env-id", _plant_module, r"module 'shipped_\d+' is not on the import allowlist"))
@@ -366,7 +405,8 @@ def planted(
 
 # The pipeline's results step makes its table (seconds of figures) before the report replays its cached runs: it takes
 # one case of each family; the report path, the same replays, takes them all.
-PIPELINE_CASES = ("node-value", "decode-list_item", "escaped-partial", "module-env-id", "yaml-tag", "symlink-enjoy")
+PIPELINE_CASES = ("node-value", "algorithm-make_kwargs", "decode-list_item", "escaped-partial", "module-env-id",
+                  "yaml-tag", "symlink-enjoy")  # fmt: skip
 CASES = [
     (attack, path)
     for attack, path in itertools.product(ATTACKS, LOADS)
@@ -403,8 +443,15 @@ def test_untrusted_load_refuses_in_one_line_and_changes_nothing(
     assert after == before
 
 
-@pytest.mark.parametrize("attack", [name for name, case in ATTACKS.items() if case.live and case.leads_to is None])
-@pytest.mark.parametrize("path", ["load_run", "resume", "multiagent"])
+LIVE = [
+    (name, path)
+    for path in ("load_run", "resume", "multiagent")
+    for name, case in ATTACKS.items()
+    if case.live and case.leads_to is None and path not in case.unbuilt
+]
+
+
+@pytest.mark.parametrize(("attack", "path"), LIVE)
 def test_trusted_load_runs_the_same_payload(
     attack: str, path: str, bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,3 +494,55 @@ def test_report_command_fails_in_one_line_naming_the_refused_run(
     )  # fmt: skip
     assert done.returncode != 0 and not marker.exists() and not out.exists()
     assert re.fullmatch(rf"rlzoo.report: error: the replay of run {re.escape(str(run))} was refused: .*\n", done.stderr)
+
+
+def test_report_fails_naming_the_run_whose_replay_raises(
+    bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay that raises (here a truncated ``model.zip``) fails the report in one line naming the run, writing no
+    page: a report never says "0 replay(s)" over a run it could not replay."""
+    run = tmp_path / "sweep" / "run"
+    shutil.copytree(bases["ppo"], run)
+    model = run / MODEL
+    model.write_bytes(model.read_bytes()[:100])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as error:
+        _report(run, False, ())
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"the replay of run {run} failed: "), message
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_untrusted_load_instantiates_only_rlzoo_own_targets(
+    bases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What reaches Hydra's ``instantiate`` on an untrusted load is the config rlzoo wrote from the typed description:
+    every ``_target_`` in it is one of rlzoo's tables (a schedule planted in the run here)."""
+    import hydra.utils
+
+    from rlzoo.training.shared_config import GET_CLASS, PLACES, algorithm_registry
+
+    run = tmp_path / "shared" / "run"
+    shutil.copytree(bases["ppo"], run)
+    schedule = {"_target_": SCHEDULE, "start": 0.001, "end": 0.0, "end_fraction": 1.0}
+    _edit_config(run, lambda config: config.algo.__setitem__("learning_rate", schedule))
+    seen: list[str] = []
+    real = hydra.utils.instantiate
+
+    def spy(config: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.extend(target for target, _ in _targets_in(OmegaConf.to_container(OmegaConf.create(config))))
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(hydra.utils, "instantiate", spy)
+    load_run(run)
+    ours = {path for table in PLACES.values() for path in table.entries.values()} | {GET_CLASS}
+    assert SCHEDULE in seen and set(seen) <= ours | set(algorithm_registry()), seen
+
+
+def _targets_in(node: Any) -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        found = [(node["_target_"], node)] if "_target_" in node else []
+        return found + [pair for value in node.values() for pair in _targets_in(value)]
+    if isinstance(node, list):
+        return [pair for value in node for pair in _targets_in(value)]
+    return []

@@ -31,7 +31,8 @@ from rlzoo.multiagent.learners import (
 from rlzoo.multiagent.plan import MultiagentPlan
 from rlzoo.multiagent.state import Multiagent, MultiagentState
 from rlzoo.training.build import load_model, snapshot
-from rlzoo.training.safe_load import check_targets, restore_weights
+from rlzoo.training.safe_load import restore_weights
+from rlzoo.training.shared_config import shared_config
 
 
 class RandomMultiagent:
@@ -249,7 +250,7 @@ def load_multiagent(
     run = open_run(run_dir)
     config = run.read_config()
     if not trusted:
-        check_targets(config, run.config, allow)
+        config = shared_config(config, run.config, allow)
     plan = plan_multiagent(config)
     if trusted:
         models = {name: load_model(plan.factory.algo_class, run.learner_model(name)) for name in plan.learners}

@@ -36,6 +36,7 @@ from rlzoo.pipeline.steps import (
     Step,
     announced,
     check_overrides_apply,
+    clear_options,
     compose_train,
     dataset_step,
     encoder_step,
@@ -75,6 +76,7 @@ def plan_pipeline(spec: PipelineSpec) -> PipelinePlan:
             encoders |= {(env, m): encoder_step(spec, m, bases[m], env, datasets[env]) for m in learned}
     check_runs_use_encoders(spec, {key: step.folder for key, step in encoders.items()})
     spec.claim_dir()
+    clear_options(spec)  # Hydra's search path: only the options written below
     options = {}
     for env in map(str, spec.axes["env"]):
         for method, base in bases.items():

@@ -13,8 +13,9 @@ from pathlib import Path
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.command import plan_pipeline, run_pipeline
 from rlzoo.pipeline.spec import pipeline_spec
+from rlzoo.pipeline.store_overrides import store_overrides
 from rlzoo.provenance import source_commit
-from rlzoo.reporting.store_table import read_store_info
+from rlzoo.reporting.store_table import STORE_FILE, read_store_info
 from rlzoo.results.records import (
     ENCODERS,
     METRICS,
@@ -43,11 +44,11 @@ def rerun_record(
 ) -> Outcome:
     """Train the stored run of ``representation`` and ``seed`` again in the fresh pipeline dir ``folder``; return
     its verdict (one line, and whether it failed)."""
-    record = _stored(store, representation, seed)
     info = read_store_info(store)
+    kept = [o for o in store_overrides(info, store / STORE_FILE) if not o.startswith(OWN_KEYS)]
+    record = _stored(store, representation, seed)
     if folder.exists():
         raise ConfigError(f"dir={folder} exists; a rerun trains in a fresh folder (choose another dir=)")
-    kept = [o for o in info.overrides if not o.startswith(OWN_KEYS)]
     spec = pipeline_spec([
         f"experiment={info.experiment}", *kept, f"pipeline.dir={folder}", "pipeline.report=false",
         f"pipeline.sweep.srl_model=[{representation}]", f"pipeline.sweep.seed=[{seed}]",

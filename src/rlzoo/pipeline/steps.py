@@ -5,7 +5,9 @@ collection settings (seed included, worker count apart), an encoder by its datas
 A folder that holds a finished result (``dataset.json``, ``encoder.json``) is reused; one without it (a crash) is
 removed and made again. Each learned method then gets a generated ``srl_model`` option per env,
 ``<pipeline dir>/conf/srl_model/pipeline_<method>_<env>.yaml``: the method with the pipeline's overrides, its images
-at the dataset's size and its encoder pinned, which the RL jobs select (``hydra.searchpath``).
+at the dataset's size and its encoder pinned, which the RL jobs select (``hydra.searchpath``). That folder holds
+only those options: it is emptied before they are written (:func:`clear_options`), so nothing else a pipeline dir
+holds reaches Hydra.
 """
 
 from __future__ import annotations
@@ -168,6 +170,17 @@ def encoder_step(spec: PipelineSpec, method: str, base: DictConfig, env: str, da
     with open_dict(config):
         config.run_dir = str(folder)
     return Step("encoder", f"{method} on {env}", folder, config, ENCODER_DONE)
+
+
+def clear_options(spec: PipelineSpec) -> None:
+    """Empty ``<pipeline dir>/conf`` before this run writes its options again, so that Hydra's search path holds only
+    the options rlzoo generated: whatever a received pipeline dir brought there (a launcher's config, callbacks, any
+    other option) is removed; a link is removed, never followed."""
+    folder = spec.dir / OPTIONS.parent
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.is_dir():
+        shutil.rmtree(folder)
 
 
 def write_option(

@@ -31,7 +31,8 @@ from rlzoo.training.episodes import EpisodeResult, Progress, play_episodes
 from rlzoo.training.kind import SINGLE_AGENT, kind_entry, open_run
 from rlzoo.training.normalization import FrozenNormalization
 from rlzoo.training.plan import RunPlan, plan_run
-from rlzoo.training.safe_load import check_targets, load_untrusted
+from rlzoo.training.safe_load import load_untrusted
+from rlzoo.training.shared_config import shared_config
 
 
 def checkpoint_steps(run: RunDir) -> list[int]:
@@ -126,7 +127,7 @@ def load_run(
         raise ConfigError(f"{run.path} is a {kind} run: load its agent with rlzoo.load_agent (load_run: one model)")
     folder, steps = model_folder(run, checkpoint)
     if not trusted:
-        check_targets(config, run.config, allow)
+        config = shared_config(config, run.config, allow)
     plan = plan_saved_run(config)
     model = load_model(plan.factory.algo_class, folder / MODEL) if trusted else _load_untrusted(plan, folder / MODEL)
     normalization = None

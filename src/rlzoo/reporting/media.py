@@ -16,6 +16,7 @@ from rlzoo.results.comparison import Row
 from rlzoo.results.runs import RunResult
 from rlzoo.rundir import FINAL, LATEST
 from rlzoo.srl.encoder import METADATA as ENCODER_METADATA
+from rlzoo.training.safe_load import first_line
 
 ENCODER_METRICS = "metrics.json"
 
@@ -43,20 +44,24 @@ def replay(run: RunResult, score: float, seed: int = 0, *, trusted: bool = False
     """Replay one deterministic episode of ``run``'s latest model (its final one once finished), recording frames,
     as the run's kind replays (:func:`rlzoo.training.kind.kind_of_run`).
 
-    :return: None when the run has no model yet or its env does not render.
-    :raise ConfigError: the run is refused untrusted (:class:`~rlzoo.errors.Refused`): one line naming it.
+    :return: None when the run has no model yet or its env renders no frames.
+    :raise ConfigError: the run is refused untrusted (:class:`~rlzoo.errors.Refused`), or its replay fails: one line
+        naming it (a report never drops a run's replay quietly).
     """
     from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
     from rlzoo.training.kind import ReplayRequest, kind_of_run
 
     try:
         kind, run_dir = kind_of_run(run.path)
-        checkpoint = FINAL if run_dir.is_finished() else LATEST
+        finished = run_dir.is_finished()
+        if not (finished or run_dir.checkpoints()):
+            return None  # still starting: no model yet
+        checkpoint = FINAL if finished else LATEST
         replayed = kind.replay(run_dir, ReplayRequest(checkpoint, 1, seed=seed, frames=True, trusted=trusted))
     except Refused as error:
         raise ConfigError(f"the replay of run {run.path} was refused: {error}") from None
-    except (ConfigError, ValueError, TypeError, AttributeError):  # no model yet; an env without rgb_array
-        return None
+    except Exception as error:  # whatever the replay raised: the report fails, naming the run
+        raise ConfigError(f"the replay of run {run.path} failed: {first_line(error)}") from None
     if not replayed.frames:
         return None
     return Replay(run, score, replayed.returns[0], gif_bytes(replayed.frames))

@@ -24,7 +24,8 @@ from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
-from rlzoo.training.safe_load import check_targets, describe_saved_space, weights_error
+from rlzoo.training.safe_load import describe_saved_space, weights_error
+from rlzoo.training.shared_config import shared_config
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -101,7 +102,7 @@ def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> Ini
         point = InitPoint(run.path, _choose(run, checkpoint, value))
     config = run.read_config()
     if not values.get("trusted"):  # its config is only compared, but a shared run is checked as every load checks it
-        check_targets(config, run.config)
+        config = shared_config(config, run.config)
     saved = OmegaConf.to_container(config, resolve=True)
     assert isinstance(saved, dict)
     saved_algo = str(saved["algo"]["_target_"])

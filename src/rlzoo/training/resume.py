@@ -23,7 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, RunDirFinished, load_obs_norm
 from rlzoo.training.buffer_chunks import chunks_problem
-from rlzoo.training.safe_load import check_targets, restore_weights
+from rlzoo.training.safe_load import restore_weights
+from rlzoo.training.shared_config import shared_config
 from rlzoo.untrusted import check_links, inside
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
         raise ConfigError(f"resume={str(run_dir)!r} is not a run dir (no config.yaml); give a run dir to continue")
     saved = run.read_config()
     if not composed.get("trusted"):
-        check_targets(saved, run.config)
+        saved = shared_config(saved, run.config)
     conflicts = []
     for override in overrides:
         key = override.split("=", 1)[0].lstrip("+~")

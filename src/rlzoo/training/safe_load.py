@@ -1,16 +1,14 @@
-"""Loading a run dir without running its code: the ``_target_`` allowlist and the pickle-free model load.
+"""Loading a run dir without running its code: what a shared config may import, and the pickle-free model load.
 
 A run dir may come from someone else, so by default nothing in it is code:
 
-- ``config.yaml`` (:func:`check_targets`) holds no interpolation (:mod:`rlzoo.untrusted`), so the tree checked is the
-  tree built; its ``_target_`` entries (every node and list item) are resolved only within an allowlist: algorithm,
-  policy, network, feature-extractor and action-noise classes of SB3, sb3-contrib, SBX and rlzoo, SB3's schedules,
-  ``torch.nn`` modules (activations, through ``hydra.utils.get_class``), rlzoo's representation wrappers, the
-  algorithms the loading user registered in their own config folder (``rlzoo_conf/algo/<name>.yaml`` or
-  ``$RLZOO_CONF``: :func:`user_algorithms`) and the modules they name (``allow``). A module ``env.id`` names
-  (``module:EnvId``, a multi-agent run's PettingZoo module) must be under :data:`ENV_MODULES` or ``allow``; no module is
-  imported from the run dir, the folder holding it or the current folder. Anything else is refused in one line
-  naming the key (:class:`~rlzoo.errors.Refused`).
+- ``config.yaml`` is parsed into a typed description and written again by rlzoo
+  (:func:`rlzoo.training.shared_config.shared_config`); this module names what it may import beyond rlzoo's own
+  tables: the algorithms the loading user registered in their own config folder (``rlzoo_conf/algo/<name>.yaml`` or
+  ``$RLZOO_CONF``: :func:`user_algorithms`) and the classes of modules they name (``allow``: :func:`user_class`); a
+  module ``env.id`` names (``module:EnvId``, a multi-agent run's PettingZoo module) must be under :data:`ENV_MODULES`
+  or ``allow`` (:func:`check_env_module`); no module is imported from the run dir, the folder holding it or the
+  current folder.
 - ``model.zip`` (:func:`load_untrusted`): the model is rebuilt from the checked config; its weights come from the zip's
   ``.pth`` files through ``torch.load(weights_only=True)`` (SB3's ``load_from_zip_file(load_data=False)``), so no
   cloudpickled ``:serialized:`` entry of the ``data`` JSON is ever unpickled; the plain JSON counters listed in
@@ -27,35 +25,22 @@ import json
 import pickle
 import warnings
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import torch
 from hydra._internal.utils import _locate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.noise import ActionNoise
-from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack
+from stable_baselines3.common.vec_env import VecEnv
 
 from rlzoo.algos.factory import AlgorithmFactory
 from rlzoo.config import user_config_dir
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.jax_weights import JAX_WEIGHTS, is_jax_model, load_jax_weights
-from rlzoo.untrusted import TRUST_HINT, check_import, check_links, check_origin, refuse_interpolations
+from rlzoo.untrusted import TRUST_HINT, check_import, check_links, check_origin
 
-# Packages whose classes of the kinds below a config may name.
-ALLOWED_ROOTS = ("stable_baselines3", "sb3_contrib", "sbx", "rlzoo", "torch.nn")
-ALLOWED_KINDS: tuple[type, ...] = (BaseAlgorithm, BasePolicy, ActionNoise, torch.nn.Module)
-ALLOWED_OBJECTS: tuple[Any, ...] = (LinearSchedule, ConstantSchedule, FloatSchedule, VecFrameStack)
-# rlzoo's own representation pieces: functions and wrappers (``srl_model.observation_wrapper`` ...).
-RLZOO_FUNCTIONS = ("rlzoo.srl.pixels.rendered_pixels",)
-RLZOO_KINDS: tuple[type, ...] = (gym.Wrapper, VecEnvWrapper)
-RLZOO_WRAPPERS = ("rlzoo.srl", "rlzoo.any_env")  # where those wrappers may come from (not the run's own monitor ...)
-GET_CLASS = "hydra.utils.get_class"
 # Plain JSON entries of SB3's ``data`` copied onto a rebuilt model: counters that resume and logs read.
 PLAIN_KEYS = (
     "num_timesteps",
@@ -75,53 +60,20 @@ def _under(target: str, roots: Sequence[str]) -> bool:
     return any(target == root or target.startswith(root + ".") for root in roots)
 
 
-def allowed_target(target: str, node: dict[str, Any], allow: Sequence[str] = (), run_root: Path | None = None) -> bool:
-    """Whether a ``_target_`` may be instantiated from a shared config (see the module docstring).
-
-    :param node: the mapping holding it (``hydra.utils.get_class`` is allowed for an allowed ``path`` only).
-    :param allow: module or object names the loading user trusts (their own algorithm module).
-    :param run_root: the run dir: a module it (or the folder above it) holds is never imported
-        (:func:`rlzoo.untrusted.check_origin` raises :class:`~rlzoo.errors.Refused`).
-    """
+def user_class(target: str, allow: Sequence[str], run_root: Path | None = None) -> bool:
+    """Whether ``target`` is an algorithm class of a module the loading user named in ``allow`` or registered
+    (:func:`user_algorithms`); a module the run dir (or the folder above it) holds is never imported
+    (:func:`rlzoo.untrusted.check_origin` raises :class:`~rlzoo.errors.Refused`)."""
     if any(part.startswith("_") for part in target.split(".")):
         return False  # no private names, no dunder walks (``PPO.__init__.__globals__``)
-    if _under(target, allow):  # the user's module: its classes, not its functions
-        return _located_kind(target, ALLOWED_KINDS, run_root, user=True)
-    if target == GET_CLASS:
-        path = node.get("path")
-        return set(node) <= {"_target_", "path"} and isinstance(path, str) and _allowed_object(path, run_root)
-    return target in RLZOO_FUNCTIONS or _allowed_object(target, run_root)
-
-
-def _located_kind(target: str, kinds: tuple[type, ...], run_root: Path | None, user: bool = False) -> bool:
-    """Whether ``target`` names a class of one of ``kinds`` (or one of :data:`ALLOWED_OBJECTS`)."""
-    check_origin(target, f"_target_={target!r}", run_root, current_folder=user)
+    if not (_under(target, allow) or target in user_algorithms()):
+        return False
+    check_origin(target, f"_target_={target!r}", run_root, current_folder=True)
     try:
         found = _locate(target)
     except Exception:  # not importable: refused like any unknown name
         return False
-    if any(found is allowed for allowed in ALLOWED_OBJECTS):
-        return True
-    wrappers = _under(str(getattr(found, "__module__", "")), RLZOO_WRAPPERS)
-    return inspect.isclass(found) and issubclass(found, kinds + (RLZOO_KINDS if wrappers else ()))
-
-
-def _allowed_object(target: str, run_root: Path | None) -> bool:
-    if not _under(target, ALLOWED_ROOTS):
-        return False  # never imported: only names inside the allowed packages are looked up
-    return _located_kind(target, ALLOWED_KINDS, run_root)
-
-
-def _targets(node: Any, path: str = "") -> Iterator[tuple[str, Any, dict[str, Any]]]:
-    """Every ``_target_`` in a plain container: (dotted key, target, the mapping holding it)."""
-    if isinstance(node, dict):
-        if "_target_" in node:
-            yield path or "<root>", node["_target_"], node
-        for key, value in node.items():
-            yield from _targets(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _targets(value, f"{path}[{index}]")
+    return inspect.isclass(found) and issubclass(found, BaseAlgorithm)
 
 
 def user_algorithms() -> tuple[str, ...]:
@@ -139,32 +91,7 @@ def user_algorithms() -> tuple[str, ...]:
     return tuple(found)
 
 
-def check_targets(config: DictConfig, source: Path, allow: Sequence[str] = ()) -> None:
-    """Refuse a shared config that names code, in one line naming the key: an interpolation (so the tree checked is
-    the tree built), a ``_target_`` outside the allowlist (every node and list item), a module to import outside the
-    allowlist or from the run dir (``env.id``), an encoder folder with links leading out of it. Nothing is imported
-    outside the allowed packages and nothing is built.
-
-    :param source: the run's ``config.yaml`` (its folder is the run dir).
-    """
-    refuse_interpolations(config, source)
-    check_links(source.parent)
-    plain = OmegaConf.to_container(config, resolve=True)  # no interpolation: the values as read, and as built
-    assert isinstance(plain, dict)
-    allow = (*allow, *user_algorithms())
-    for key, target, node in _targets(plain):
-        if not isinstance(target, str) or not allowed_target(target, node, allow, source.parent):
-            shown = f"{target} (path: {node.get('path')})" if target == GET_CLASS else target
-            raise Refused(
-                f"{source}: {key}._target_={shown!r} is outside the allowlist (the algorithm, policy, network, "
-                f"schedule and noise classes of SB3, sb3-contrib, SBX and rlzoo); {TRUST_HINT}, or allow your own "
-                "module with allow=[<module>]"
-            )
-    _check_env_module({str(k): v for k, v in plain.items()}, source, allow)
-    _check_encoders(plain.get("srl_model"))
-
-
-def _check_env_module(values: dict[str, Any], source: Path, allow: Sequence[str]) -> None:
+def check_env_module(values: dict[str, Any], source: Path, allow: Sequence[str]) -> None:
     """The module ``env.id`` makes rlzoo import: ``module:EnvId``, or a multi-agent run's PettingZoo module."""
     env = values.get("env")
     env_id = env.get("id") if isinstance(env, dict) else None
@@ -179,14 +106,14 @@ def _check_env_module(values: dict[str, Any], source: Path, allow: Sequence[str]
     check_import(module, ENV_MODULES, f"{source}: env.id={env_id!r}", source.parent, allow)
 
 
-def _check_encoders(node: Any) -> None:
+def check_encoders(node: Any) -> None:
     """Every encoder folder the representation names (``checkpoint`` keys) holds no link leading out of it."""
     if isinstance(node, dict):
         for key, value in node.items():
             if key == "checkpoint" and isinstance(value, str) and Path(value).is_dir():
                 check_links(Path(value))
             else:
-                _check_encoders(value)
+                check_encoders(value)
 
 
 def first_line(error: BaseException) -> str:

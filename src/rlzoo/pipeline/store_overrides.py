@@ -1,0 +1,85 @@
+"""A received store's ``store.yaml`` ``overrides`` (``python -m rlzoo.records action=rerun``): checked as values before
+they reach the rerun's sweep, since a store may come from anyone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import OverrideType
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.errors import ConfigError
+from rlzoo.pipeline.spec import compose_pipeline
+from rlzoo.reporting.store_table import StoreInfo
+
+RUN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]*")
+HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
+
+
+def store_overrides(info: StoreInfo, source: Path) -> list[str]:
+    """The overrides of a store's ``store.yaml`` (a store may come from anyone), each checked as ``key=value``: a
+    run key the experiment's pipeline config has (not ``hydra``; ``+a.b=`` only for a key inside a node it has, no
+    ``+<group>``, ``++``, ``~`` or ``@package``), set to one plain value (a config group: an option's name; no sweep,
+    no interpolation, no ``_target_`` or other Hydra key in it).
+
+    :raise ConfigError: one line naming the override and what a store's overrides take.
+    """
+    if not NAME.fullmatch(info.experiment):
+        raise ConfigError(f"{source}: experiment={info.experiment!r} is not an experiment's name")
+    config = compose_pipeline([f"experiment={info.experiment}"])
+    for override in info.overrides:
+        problem = _override_problem(override, config)
+        if problem:
+            raise ConfigError(
+                f"{source}: overrides entry {override!r} {problem}; a store's overrides set run keys of experiment "
+                f"{info.experiment} to plain values (key=value)"
+            )
+    return list(info.overrides)
+
+
+def _override_problem(override: str, config: DictConfig) -> str:
+    """What is wrong with one store override (empty: nothing)."""
+    try:
+        parsed = OverridesParser.create().parse_override(override)
+    except Exception:  # Hydra's grammar errors
+        return "is not key=value"
+    key = parsed.key_or_group
+    added = parsed.type is OverrideType.ADD and "." in key  # a keyword inside a node the experiment has
+    if not (parsed.type is OverrideType.CHANGE or added) or parsed.package is not None:
+        return "adds a config, deletes or moves a key (+<group>, ++, ~, @)"
+    named = key.rsplit(".", 1)[0] if added else key
+    parts = key.split(".")
+    if not RUN_KEY.fullmatch(key) or parts[0] == "hydra" or HYDRA_KEYS & set(parts) or not _has_key(config, named):
+        return f"names {key!r}, not a run key of the experiment"
+    if parsed.is_sweep_override():
+        return "is a sweep, not one value"
+    value = parsed.value()
+    if "." not in key and isinstance(config.get(key), DictConfig) and not _option_name(value):  # a config group
+        return f"chooses {value!r}, not an option's name"
+    return "" if _plain(value) else "holds an interpolation or an object (_target_ ...), not a plain value"
+
+
+def _option_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(NAME.fullmatch(value)) and ".." not in value.split("/")
+
+
+def _has_key(config: DictConfig, key: str) -> bool:
+    """Whether the composed config has ``key`` (nothing resolved)."""
+    node: Any = OmegaConf.to_container(config, resolve=False)
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return not HYDRA_KEYS & set(value) and all(_plain(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return not (isinstance(value, str) and "${" in value)
