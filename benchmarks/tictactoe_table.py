@@ -74,8 +74,8 @@ def table(results: Sequence[SeedResult], games: int) -> str:
     walls, loads = [r.wall for r in results], [r.load for r in results]
     cores = os.cpu_count()
     timing = (
-        f"One run with its {games} + {games} games took {min(walls):.0f}–{max(walls):.0f} s wall on {cores} cores "
-        f"(1-minute load average {min(loads):.1f}–{max(loads):.1f} at its start)."
+        f"One run with its {games} + {games} games took {min(walls):.0f}-{max(walls):.0f} s wall on {cores} cores "
+        f"(1-minute load average {min(loads):.1f}-{max(loads):.1f} at its start)."
     )
     return "\n".join(rows) + "\n\n" + timing
 

@@ -59,4 +59,3 @@ def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path, 
         outcomes = play_against_random(env, agent.act, seat, games=200, seed=20_000)
         print(f"tic-tac-toe seed {seed}: DQN as {seat}: {outcomes} of 200 games against random")
         assert outcomes["win"] + outcomes["draw"] >= 180, f"{seat}: {outcomes}"
-

@@ -94,7 +94,7 @@ class MultiAgent:
             f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys
         )
         trained = " + ".join(replay.learning)
-        summary = f"{run.path}: {len(returns)} episodes, return {np.mean(returns):.2f} (trained: {trained}); {per_agent}"
+        summary = f"{run.path}: {len(returns)} episodes, return {np.mean(returns):.2f} ({trained}); {per_agent}"
         lengths = [e.length for e in replay.episodes]
         return Replayed(FINAL, summary, returns, lengths, replay.table(), replay.frames, replay.render_fps)
 
@@ -253,7 +253,8 @@ class MultiagentLearning:
             finally:
                 env.close()
         seats = [plan.learning_seats(i) for i in range(len(episodes))]
-        plan.run.write_test_returns([e.return_of(s) for e, s in zip(episodes, seats, strict=True)], [e.length for e in episodes])
+        learned = [e.return_of(s) for e, s in zip(episodes, seats, strict=True)]
+        plan.run.write_test_returns(learned, [e.length for e in episodes])
         plan.run.write_agent_test_returns({key: [e.returns.get(key, 0.0) for e in episodes] for key in plan.agents})
         return summarize(episodes, seats, len(plan.agents)) if episodes else {}
 
@@ -263,7 +264,8 @@ def summarize(episodes: list[MultiagentEpisode], seats: list[tuple[str, ...]], p
     episode ``i``) under ``test/``, and per seat the learner's mean return there; in two-player games (``players``)
     its win, draw and loss rates from that seat (``test/<seat>/win_rate``, ``draw_rate``, ``loss_rate``: returns
     compared), over the episodes a learner played that seat."""
-    metrics = return_statistics([e.return_of(s) for e, s in zip(episodes, seats, strict=True)], [e.length for e in episodes])
+    learned = [e.return_of(s) for e, s in zip(episodes, seats, strict=True)]
+    metrics = return_statistics(learned, [e.length for e in episodes])
     for seat in dict.fromkeys(seat for played in seats for seat in played):
         there = [e for e, played in zip(episodes, seats, strict=True) if seat in played]
         metrics[f"test/{seat}/mean_return"] = sum(e.returns.get(seat, 0.0) for e in there) / len(there)
