@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -340,7 +341,9 @@ def test_a_layout_defined_in_a_test_trains(compose: Compose, tmp_path: Path) -> 
         train(compose([*TICTACTOE, "multiagent=independent", "multiagent.layout=nowhere", *TINY_DQN, *TINY]))
 
 
-def test_the_tictactoe_table_is_the_output_of_the_script_the_doc_names(tmp_path: Path) -> None:
+def test_the_tictactoe_table_is_the_output_of_the_script_the_doc_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """docs/multiagent.md names ``benchmarks/tictactoe_table.py`` and holds its table between the script's markers;
     the script (a smoke run: one seed, 300 actions, 4 games a seat) rewrites only what lies between them."""
     import importlib.util
@@ -349,6 +352,7 @@ def test_the_tictactoe_table_is_the_output_of_the_script_the_doc_names(tmp_path:
     spec = importlib.util.spec_from_file_location("tictactoe_table", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks its module up there
     spec.loader.exec_module(module)
     text = module.DOC.read_text()
     assert "python benchmarks/tictactoe_table.py" in text and text.count(module.BEGIN) == text.count(module.END) == 1
