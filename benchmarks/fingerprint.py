@@ -11,7 +11,9 @@ and oneDNN first dispatch a kernel:
 * ``default``: none (each library picks the fastest path this CPU has);
 * ``portable``: one path on every x86-64 CPU: ATen's scalar kernels (``ATEN_CPU_CAPABILITY=default``), MKL's
   conditional numerical reproducibility (``MKL_CBWR=COMPATIBLE``), oneDNN capped at SSE4.1
-  (``ONEDNN_MAX_CPU_ISA=SSE41``).
+  (``ONEDNN_MAX_CPU_ISA=SSE41``);
+* ``pinned-avx2``: one path on every x86-64 CPU with AVX2 and FMA (Intel since 2013, AMD since 2015): ATen, MKL and
+  oneDNN capped at AVX2.
 
 A kind (``--kinds``) emulates another CPU's dispatch on this one: ``native`` (nothing), ``avx2`` (ATen, MKL and
 oneDNN capped at AVX2, as on an x86 CPU without AVX-512). A mode's variables win over a kind's. Runs alternate the
@@ -44,6 +46,7 @@ ENCODER = "autoencoder-MobileRobot-f15a2a60d1a4"
 MODES = {
     "default": {},
     "portable": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "pinned-avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
 }
 KINDS = {
     "native": {},
@@ -145,6 +148,10 @@ def main() -> None:
             if default and portable:
                 ratio = float(portable["cpu_s"]) / float(default["cpu_s"])
                 print(f"fingerprint: {kind} {setting}: portable / default CPU seconds {ratio:.3f}")
+            pinned = by_key.get((kind, "pinned-avx2", setting))
+            if default and pinned:
+                ratio = float(pinned["cpu_s"]) / float(default["cpu_s"])
+                print(f"fingerprint: {kind} {setting}: pinned-avx2 / default CPU seconds {ratio:.3f}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,13 @@ def test_atari_trains_on_stacked_grey_frames_and_tests_whole_games(compose: Comp
     metrics = train(cfg)
     assert metrics["test/episodes"] == 1
     assert RunDir(tmp_path / "run").read_config().env.frame_stack == 4
+    # the replay says what its mean is over: whole games, not the lives training learns from
+    from rlzoo.enjoy import EnjoySettings, enjoy
+
+    lines: list[str] = []
+    enjoy(EnjoySettings(run=str(tmp_path / "run"), n_episodes=1), log=lines.append)
+    said = "over whole games: every life, the game's own score (training learns from episodes of one life and clipped"
+    assert f"\n  {said} rewards)" in lines[0]
 
 
 def test_atari_training_episodes_are_lives_but_the_monitor_counts_games() -> None:

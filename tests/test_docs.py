@@ -184,6 +184,61 @@ def test_cheap_documented_training_commands_train(
     assert metrics["test/episodes"] == 1
 
 
+# The run README's replay lines name (``outputs/<date>/<time>_ppo_CartPole``): its "Two commands" training command.
+README_RUN = ("algo=ppo", "env=CartPole")
+
+
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """README's own CartPole run, with its checkpoint schedule (``n_envs``, ``n_steps``, ``checkpoint_freq`` as
+    documented) up to its first checkpoint, learning cheaply (one epoch per rollout, one test episode)."""
+    documented = next(c for c in TRAINING if c.where.startswith("README.md") and c.arguments == README_RUN)
+    path = tmp_path_factory.mktemp("readme") / "run"
+    first = compose_config(list(documented.arguments), run_dir=path).checkpoint_freq
+    cheap = [f"total_timesteps={first}", "algo.n_epochs=1", *[t for t in TINY if not t.startswith(("total", "check"))]]
+    train(compose_config([*documented.arguments, *cheap], run_dir=path))
+    return path
+
+
+REPLAYS = [c for c in COMMANDS if c.command == "enjoy" and c.where.startswith("README.md")]
+
+
+@pytest.mark.parametrize("documented", REPLAYS, ids=str)
+def test_the_readme_replay_lines_replay_its_own_run(
+    documented: Documented, readme_run: Path, fixture_run: Path, user_config: Path
+) -> None:
+    """Each of README's ``rlzoo.enjoy`` lines replays README's own CartPole run as written (its checkpoint numbers
+    included), one episode; a trajectory plot, which its comment scopes to the MobileRobot envs, replays the
+    MobileRobot fixture run."""
+    from rlzoo.enjoy import EnjoySettings, enjoy
+
+    run = fixture_run if any("trajectory" in a for a in documented.arguments) else readme_run
+    overrides = [a.replace(str(fixture_run), str(run)) for a in filled(documented.arguments, fixture_run, user_config)]
+    cfg = compose_config([*overrides, "n_episodes=1"], run_dir=None, config_name="enjoy")
+    replay = enjoy(EnjoySettings.from_config(cfg), log=lambda line: None)
+    assert len(replay.returns) == 1 and all(f.is_file() for f in replay.files)
+
+
+def test_the_readme_python_blocks_use_only_names_they_define() -> None:
+    """Read in order, README's Python blocks import or assign every name they use (a missing ``import`` fails)."""
+    import ast
+    import builtins
+
+    readme = (ROOT / "README.md").read_text()
+    defined, missing = set(dir(builtins)), []
+    for block in re.findall(r"```python\n(.*?)```", readme, flags=re.S):
+        tree = ast.parse(block)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                defined.add(node.id)
+        used = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)})
+        missing += [name for name in used if name not in defined]
+    assert len(re.findall(r"```python", readme)) >= 3
+    assert missing == []
+
+
 def test_the_readme_lists_every_option_of_every_config_group() -> None:
     """README's config-group table has a row for each group of ``conf/train.yaml``'s defaults, and each row names
     every option file of its group (a new option that the table misses fails here)."""

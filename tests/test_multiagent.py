@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +229,8 @@ def test_the_trained_agent_plays_second_in_a_plain_aec_loop(compose: Compose, tm
     from rlzoo.train import console_figures
 
     line = console_figures(metrics)
-    assert f"player_1: mean return {metrics['test/player_1/mean_return']:.2f}, win {rates[0]:.0%}" in line
-    assert "player_2: mean return" in line
+    assert f"learner as player_1: mean return {metrics['test/player_1/mean_return']:.2f}, win {rates[0]:.0%}" in line
+    assert "learner as player_2: mean return" in line
     agent = load_multiagent(run_dir, seats=["player_2"], opponent="random")
     model = agent.models["player_2"]
     assert set(agent.models) == {"player_2"} and isinstance(agent.opponent, RandomMultiagent)
@@ -300,6 +301,26 @@ def test_the_learner_takes_every_seat_in_turn(compose: Compose) -> None:
     assert fixed.seats == ()
 
 
+def test_the_figures_of_a_learner_that_alternates_seats_are_its_own(compose: Compose, tmp_path: Path) -> None:
+    """Tic-tac-toe, the learner alternating seats (test episode ``i``: ``player_1`` when ``i`` is even): each test
+    return is the learner's seat's, each seat's rates count the learner's outcomes there, and returns100.csv holds
+    the learner's returns (summed over both players they would all be 0)."""
+    run_dir = tmp_path / "run"
+    overrides = [*TICTACTOE, "multiagent=fixed_opponent", *TINY_DQN, *TINY, "total_timesteps=300", "test_episodes=6"]
+    metrics = train(compose(overrides, run_dir))
+    rows = [line.split(",") for line in (run_dir / "test_returns_agents.csv").read_text().splitlines()[1:]]
+    learner = [float(row[1 + i % 2]) for i, row in enumerate(rows)]
+    tested = [float(line.split(",")[1]) for line in (run_dir / "test_returns.csv").read_text().splitlines()[1:]]
+    assert tested == learner and metrics["test/mean_return"] == pytest.approx(np.mean(learner))
+    for seat, column in (("player_1", 1), ("player_2", 2)):
+        there = [row for i, row in enumerate(rows) if i % 2 == column - 1]
+        won = sum(float(row[column]) > float(row[3 - column]) for row in there) / len(there)
+        lost = sum(float(row[column]) < float(row[3 - column]) for row in there) / len(there)
+        assert (metrics[f"test/{seat}/win_rate"], metrics[f"test/{seat}/loss_rate"]) == (won, lost)
+    curve = (run_dir / "returns100.csv").read_text().splitlines()[1].split(",")
+    assert float(curve[3]) == 1.0 and float(curve[4]) == -1.0  # max, min: the learner won and lost games
+
+
 class LastLearns(Layout):
     """A layout defined here: the env's last agent learns, the others play the random opponent."""
 
@@ -318,3 +339,27 @@ def test_a_layout_defined_in_a_test_trains(compose: Compose, tmp_path: Path) -> 
     assert metrics["test/episodes"] == 3 and "test/player_2/win_rate" in metrics
     with pytest.raises(ConfigError, match=r"multiagent\.layout='nowhere' is not a layout; allowed: independent"):
         train(compose([*TICTACTOE, "multiagent=independent", "multiagent.layout=nowhere", *TINY_DQN, *TINY]))
+
+
+def test_the_tictactoe_table_is_the_output_of_the_script_the_doc_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/multiagent.md names ``benchmarks/tictactoe_table.py`` and holds its table between the script's markers;
+    the script (a smoke run: one seed, 300 actions, 4 games a seat) rewrites only what lies between them."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "tictactoe_table.py"
+    spec = importlib.util.spec_from_file_location("tictactoe_table", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    text = module.DOC.read_text()
+    assert "python benchmarks/tictactoe_table.py" in text and text.count(module.BEGIN) == text.count(module.END) == 1
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{module.BEGIN}\nstale\n{module.END}\nafter\n")
+    module.main(["--seeds", "0", "--steps", "300", "--games", "4", "--doc", str(doc), "test_episodes=2"])
+    lines = doc.read_text().splitlines()
+    assert lines[:2] == ["before", module.BEGIN] and lines[-2:] == [module.END, "after"] and "stale" not in lines
+    row = next(line for line in lines if line.startswith("| 0 |")).split("|")
+    assert [sum(int(n) for n in row[i].split("/")) for i in (2, 4)] == [4, 4]

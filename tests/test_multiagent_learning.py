@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ require_extra("mpe2", "multiagent")
 from rlzoo.multiagent.agents import RandomMultiagent  # noqa: E402
 from rlzoo.multiagent.episodes import Budget, play  # noqa: E402
 from rlzoo.multiagent.plan import plan_multiagent  # noqa: E402
+from rlzoo.multiagent.versus_random import play_against_random  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 
 RUN = ["verbose=0", "checkpoint_freq=0", "test_episodes=100", "hardware.torch_threads=1", "logger.formats=[csv]"]
@@ -53,34 +52,10 @@ def test_dqn_plays_tictactoe_from_either_seat(compose: Compose, tmp_path: Path, 
     from rlzoo.multiagent.agents import load_multiagent
 
     metrics = train(compose([*TICTACTOE_DQN, *RUN, f"seed={seed}"], tmp_path / "run"))
-    assert metrics["test/player_1/win_rate"] >= 0.9  # the run's own test: as player_1
+    assert metrics["test/player_1/win_rate"] >= 0.9  # the run's own test episodes as player_1
     env = tictactoe_v3.env()
     for seat in ("player_1", "player_2"):
         agent = load_multiagent(tmp_path / "run", seats=[seat], opponent=None)
         outcomes = play_against_random(env, agent.act, seat, games=200, seed=20_000)
         print(f"tic-tac-toe seed {seed}: DQN as {seat}: {outcomes} of 200 games against random")
         assert outcomes["win"] + outcomes["draw"] >= 180, f"{seat}: {outcomes}"
-
-
-def play_against_random(env: Any, act: Callable[[Any], Any], seat: str, games: int, seed: int) -> dict[str, int]:
-    """``games`` games of a plain AEC loop: ``act`` plays ``seat`` (handed the ``MultiagentState`` of its turns), a
-    uniformly random legal move every other seat; outcomes counted by comparing the final returns."""
-    from rlzoo.multiagent.state import MultiagentState
-
-    rng = np.random.default_rng(seed)
-    outcomes = {"win": 0, "draw": 0, "loss": 0}
-    for game in range(games):
-        env.reset(seed=seed + game)
-        returns = dict.fromkeys(env.agents, 0.0)
-        for key in env.agent_iter():
-            observation, reward, terminated, truncated, _ = env.last()
-            returns[key] += reward
-            if terminated or truncated:
-                env.step(None)
-            elif key == seat:
-                env.step(act(MultiagentState.from_aec(env, key)))
-            else:
-                env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
-        other = max(r for key, r in returns.items() if key != seat)
-        outcomes["win" if returns[seat] > other else "loss" if returns[seat] < other else "draw"] += 1
-    return outcomes

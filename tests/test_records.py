@@ -256,3 +256,25 @@ def test_a_shard_in_a_fresh_dir_trains_no_stored_encoder(shards: dict[str, Path]
     assert (fresh / "encoders" / name / "encoder.pt").read_bytes() == weights  # not trained again
     merge_into_store([fresh], store, log=lambda line: None)
     assert {"ground_truth_seed6", "srl_splits_seed6"} <= {r.name for r in store_records(store)}
+
+
+def test_a_rerun_of_a_record_the_store_lacks_names_what_it_holds(tmp_path: Path) -> None:
+    """An unknown representation: the store's representations on one line, with the close one suggested; a known
+    representation with an unknown seed: the seeds the store holds of it."""
+    from omegaconf import OmegaConf
+
+    from rlzoo.pipeline.rerun import stored_record
+    from rlzoo.results.records import Record
+
+    records = [Record(tmp_path / f"{m}_seed{s}", OmegaConf.create(), {"representation": m, "seed": s}, {})
+               for m in ("ground_truth", "raw_pixels", "srl_splits") for s in (2, 0, 1)]  # fmt: skip
+    assert stored_record(records, tmp_path, "srl_splits", 1).path.name == "srl_splits_seed1"
+    with pytest.raises(ConfigError) as refused:
+        stored_record(records, tmp_path, "raw_pixel", 0)
+    assert str(refused.value) == (
+        f"representation='raw_pixel' is not in {tmp_path}; its representations: ground_truth, raw_pixels, "
+        "srl_splits; did you mean raw_pixels?"
+    )
+    with pytest.raises(ConfigError, match=r"^seed=7: .* holds no record srl_splits_seed7; its seeds of srl_splits: "
+                       r"0, 1, 2$"):  # fmt: skip
+        stored_record(records, tmp_path, "srl_splits", 7)

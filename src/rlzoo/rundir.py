@@ -21,8 +21,8 @@ A run directory holds::
     error.txt              the error of a sweep job that failed
     models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
     models.json            a multi-agent run's steps trained, written once every learner's final model is saved
-    returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: summed over agents)
-    test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: summed)
+    returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: the learners' return)
+    test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: the learners')
     provenance.json        commit, command, platform, threads, precisions (``rlzoo.provenance``); written before metrics
     metrics.json           summary; written last, so its presence means the run finished
     .lock                  held (flock) by the process training here, with its pid; removed when it ends

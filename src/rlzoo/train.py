@@ -56,15 +56,15 @@ def console_figures(metrics: dict[str, float]) -> str:
 
 
 def agent_figures(metrics: dict[str, float]) -> list[str]:
-    """Each agent's figures of a multi-agent run, from its ``test/<agent>/...`` keys: ``player_2: mean return 0.62,
-    win 75 %, draw 10 %, loss 15 %`` (the outcome rates where the metrics carry them: two-player games)."""
+    """A multi-agent run's learner figures per seat, from its ``test/<seat>/...`` keys: ``learner as player_2: mean
+    return 0.62, win 75 %, draw 10 %, loss 15 %`` (the outcome rates where the metrics carry them: two-player games)."""
     agents = [key.split("/")[1] for key in metrics if key.startswith("test/") and key.count("/") == 2 and
               key.endswith("/mean_return")]  # fmt: skip
     lines = []
     for agent in agents:
         rates = [f"{key.split('/')[2].removesuffix('_rate')} {value:.0%}" for key, value in metrics.items()
                  if key.startswith(f"test/{agent}/") and key.endswith("_rate")]  # fmt: skip
-        lines.append(", ".join([f"{agent}: mean return {metrics[f'test/{agent}/mean_return']:.2f}", *rates]))
+        lines.append(", ".join([f"learner as {agent}: mean return {metrics[f'test/{agent}/mean_return']:.2f}", *rates]))
     return lines
 
 

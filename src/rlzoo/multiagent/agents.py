@@ -2,7 +2,7 @@
 
 - :class:`TrainingMultiagent`: each learning key's training agent acts and learns; other keys play the opponent.
 - :class:`TestMultiagent`: learning off (greedy, or sampled under the mask); :func:`load_multiagent` loads one
-  from a run dir.
+  from a run dir; :class:`RotatingTestMultiagent` seats its one model in every seat in turn.
 - :class:`RandomMultiagent`: legal actions at random (the ``random`` fixed opponent).
 """
 
@@ -132,14 +132,31 @@ class TrainingMultiagent:
         action = agent.act(inner)
         return None if state.done else action
 
-    def test_agent(self, deterministic: bool = True, seed: int = 0) -> TestMultiagent:
+    def test_agent(self, deterministic: bool = True, seed: int = 0) -> Multiagent:
         """A test multiagent with the weights as they are now (they do not change when this one goes on learning);
-        ``seed`` seeds its sampled actions (``deterministic=False``)."""
+        ``seed`` seeds its sampled actions (``deterministic=False``). A learner that alternates seats takes them in
+        turn as in training, from the first (:class:`RotatingTestMultiagent`)."""
         copies = {name: snapshot(model) for name, model in self.models.items()}
         owner = {key: name for name, model in self.models.items() for key, a in self.learners.agents.items()
                  if a.model.policy is model.policy}  # fmt: skip
         models = {key: copies[name] for key, name in owner.items()}
-        return TestMultiagent(models, self.learners.coder, self.opponent, deterministic, seed)
+        test = TestMultiagent(models, self.learners.coder, self.opponent, deterministic, seed)
+        return test if self.rotation is None else RotatingTestMultiagent(test, self.rotation.seats)
+
+
+class RotatingTestMultiagent:
+    """A test multiagent whose one model takes ``seats`` in turn, one episode each (``seats[i % n]`` in episode
+    ``i``); the test's opponent plays the other seats."""
+
+    def __init__(self, test: TestMultiagent, seats: Sequence[str]) -> None:
+        (self.model,) = set(test.models.values())
+        self.test, self.rotation = test, SeatRotation(tuple(seats))
+
+    def act(self, state: MultiagentState) -> Any:
+        self.test.models = {self.rotation.seat: self.model}
+        action = self.test.act(state)
+        self.rotation.saw(state)
+        return action
 
 
 TRAINING = "training"  # load_multiagent's default opponent: the one the run trained against

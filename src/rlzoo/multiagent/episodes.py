@@ -22,6 +22,10 @@ class MultiagentEpisode:
         """The return summed over agents."""
         return sum(self.returns.values())
 
+    def return_of(self, seats: tuple[str, ...]) -> float:
+        """The return summed over ``seats`` (the learners' seats: a zero-sum game's sum over all agents is 0)."""
+        return sum(self.returns.get(seat, 0.0) for seat in seats)
+
     def won(self, agent: str) -> bool:
         """``agent``'s return is above every other agent's (a win in a two-player zero-sum game)."""
         return all(self.returns[agent] > r for key, r in self.returns.items() if key != agent)

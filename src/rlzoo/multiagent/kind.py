@@ -84,17 +84,18 @@ class MultiAgent:
             raise ConfigError("a multi-agent run replays its final models only (no checkpoint=, plot=, watch=)")
 
     def replay(self, run: RunDir, request: ReplayRequest) -> Replayed:
-        """The test multiagent's episodes: per-agent returns in the table, summed in the returns."""
+        """The test multiagent's episodes: per-agent returns in the table, the trained agents' in the returns."""
         self.check_replay(request)
         replay = replay_multiagent(
             run.path, request.episodes, request.seed, request.deterministic, request.frames,
             trusted=request.trusted, allow=request.allow,
         )  # fmt: skip
-        returns = [e.total for e in replay.episodes]
+        returns = replay.returns
         per_agent = ", ".join(
             f"{k} {np.mean([e.returns.get(k, 0.0) for e in replay.episodes]):.2f}" for k in replay.keys
         )
-        summary = f"{run.path}: {len(returns)} episodes, return {np.mean(returns):.2f} (summed); {per_agent}"
+        trained = " + ".join(replay.learning)
+        summary = f"{run.path}: {len(returns)} episodes, return {np.mean(returns):.2f} ({trained}); {per_agent}"
         lengths = [e.length for e in replay.episodes]
         return Replayed(FINAL, summary, returns, lengths, replay.table(), replay.frames, replay.render_fps)
 
@@ -205,7 +206,7 @@ class MultiagentLearning:
             nonlocal due
             self.episodes += 1
             lines.episode(self.episodes)
-            self.curves[""].add(episode.total, start + steps)
+            self.curves[""].add(episode.return_of(self._learning_seats()), start + steps)
             for key in self.plan.agents:
                 self.curves[key].add(episode.returns.get(key, 0.0), start + steps)
             if every and (self.steps >= due or requeue.received):  # a game boundary: the env holds no state
@@ -226,6 +227,11 @@ class MultiagentLearning:
             curve.close(self.steps)
         return {}
 
+    def _learning_seats(self) -> tuple[str, ...]:
+        """The seats the learners played in the episode that ended last."""
+        rotation = self.team.rotation
+        return self.plan.learning_seats(rotation.episode - 1 if rotation is not None else 0)
+
     def _checkpoint(self, clock: RunClock) -> None:
         key_steps = {key: int(agent.model.num_timesteps) for key, agent in self.team.learners.agents.items()}
         pending = {key: curve.pending for key, curve in self.curves.items()}
@@ -239,7 +245,8 @@ class MultiagentLearning:
         self.plan.run.save_final(self.models, {"timesteps": self.steps})
 
     def test(self) -> dict[str, float]:
-        """Test episodes on an env of their own (seeds from the run's test seed); rows in ``test_returns*.csv``."""
+        """Test episodes on an env of their own (seeds from the run's test seed; a learner that alternates seats
+        takes them in turn); rows in ``test_returns*.csv`` (``test_returns.csv``: the learners' returns)."""
         plan = self.plan
         episodes: list[MultiagentEpisode] = []
         if plan.settings.test_episodes:
@@ -250,20 +257,26 @@ class MultiagentLearning:
                 episodes, _ = play(env, agent, Budget(episodes=plan.settings.test_episodes), seed)
             finally:
                 env.close()
-        plan.run.write_test_returns([e.total for e in episodes], [e.length for e in episodes])
+        seats = [plan.learning_seats(i) for i in range(len(episodes))]
+        learned = [e.return_of(s) for e, s in zip(episodes, seats, strict=True)]
+        plan.run.write_test_returns(learned, [e.length for e in episodes])
         plan.run.write_agent_test_returns({key: [e.returns.get(key, 0.0) for e in episodes] for key in plan.agents})
-        return summarize(episodes, list(plan.agents)) if episodes else {}
+        return summarize(episodes, seats, len(plan.agents)) if episodes else {}
 
 
-def summarize(episodes: list[MultiagentEpisode], keys: list[str]) -> dict[str, float]:
-    """Summed-return statistics under ``test/``, and each agent's mean return; in two-player games each agent's win,
-    draw and loss rates (``test/<agent>/win_rate``, ``draw_rate``, ``loss_rate``: returns compared)."""
-    metrics = return_statistics([e.total for e in episodes], [e.length for e in episodes])
-    for key in keys:
-        metrics[f"test/{key}/mean_return"] = sum(e.returns.get(key, 0.0) for e in episodes) / len(episodes)
-        if len(keys) == 2:
+def summarize(episodes: list[MultiagentEpisode], seats: list[tuple[str, ...]], players: int) -> dict[str, float]:
+    """The learners' figures: statistics of their return (summed over the seats learners played, ``seats[i]`` in
+    episode ``i``) under ``test/``, and per seat the learner's mean return there; in two-player games (``players``)
+    its win, draw and loss rates from that seat (``test/<seat>/win_rate``, ``draw_rate``, ``loss_rate``: returns
+    compared), over the episodes a learner played that seat."""
+    learned = [e.return_of(s) for e, s in zip(episodes, seats, strict=True)]
+    metrics = return_statistics(learned, [e.length for e in episodes])
+    for seat in dict.fromkeys(seat for played in seats for seat in played):
+        there = [e for e, played in zip(episodes, seats, strict=True) if seat in played]
+        metrics[f"test/{seat}/mean_return"] = sum(e.returns.get(seat, 0.0) for e in there) / len(there)
+        if players == 2:
             for outcome in OUTCOMES:
-                metrics[f"test/{key}/{outcome}_rate"] = sum(e.outcome(key) == outcome for e in episodes) / len(episodes)
+                metrics[f"test/{seat}/{outcome}_rate"] = sum(e.outcome(seat) == outcome for e in there) / len(there)
     return metrics
 
 

@@ -61,6 +61,11 @@ class MultiagentPlan:
     def learning_keys(self) -> tuple[str, ...]:
         return tuple(key for keys in self.learners.values() for key in keys)
 
+    def learning_seats(self, episode: int) -> tuple[str, ...]:
+        """The seats learners play in episode ``episode`` of a seat rotation: the one learner's seat of that episode
+        (``seats[episode % n]``) where it alternates seats, else every learning key's own."""
+        return (self.seats[episode % len(self.seats)],) if self.seats else self.learning_keys
+
 
 def plan_multiagent(
     cfg: DictConfig, overrides: tuple[str, ...] | list[str] = (), *, run_dir_state: bool = False

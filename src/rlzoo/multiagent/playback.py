@@ -18,21 +18,26 @@ from rlzoo.rundir import RunDir
 
 @dataclass
 class MultiagentReplay:
-    """The replayed episodes, the agent keys and (``frames``) the rendered frames of all episodes in order."""
+    """The replayed episodes, the agent keys, the seats the trained agents played and (``frames``) the rendered
+    frames of all episodes in order."""
 
     episodes: list[MultiagentEpisode]
     keys: list[str]
+    learning: tuple[str, ...] = ()
     frames: list[np.ndarray] = field(default_factory=list)
     render_fps: int = 30
 
+    @property
+    def returns(self) -> list[float]:
+        """Each episode's return of the trained agents (summed over their seats)."""
+        return [e.return_of(self.learning) for e in self.episodes]
+
     def table(self) -> str:
-        """``episode,return,length,<agent>,...`` (return: summed over agents)."""
+        """``episode,return,length,<agent>,...`` (return: the trained agents')."""
         rows = [",".join(["episode", "return", "length", *self.keys])]
-        for i, e in enumerate(self.episodes):
+        for i, (e, ret) in enumerate(zip(self.episodes, self.returns, strict=True)):
             rows.append(
-                ",".join(
-                    [str(i), f"{e.total:.6g}", str(e.length)] + [f"{e.returns.get(k, 0.0):.6g}" for k in self.keys]
-                )
+                ",".join([str(i), f"{ret:.6g}", str(e.length)] + [f"{e.returns.get(k, 0.0):.6g}" for k in self.keys])
             )
         return "\n".join(rows) + "\n"
 
@@ -62,4 +67,4 @@ def replay_multiagent(
     finally:
         env.close()
     fps = int(getattr(env, "metadata", {}).get("render_fps", 30))
-    return MultiagentReplay(episodes, list(plan.agents), recorded, fps)
+    return MultiagentReplay(episodes, list(plan.agents), plan.learning_keys, recorded, fps)

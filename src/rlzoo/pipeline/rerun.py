@@ -6,6 +6,7 @@ range or not)."""
 
 from __future__ import annotations
 
+import difflib
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,11 +33,29 @@ OWN_KEYS = ("pipeline.dir", "pipeline.report", "pipeline.sweep.")  # set by the 
 
 
 def _stored(store: Path, representation: str, seed: int) -> Record:
-    records = {r.name: r for r in store_records(store)}
+    return stored_record(store_records(store), store, representation, seed)
+
+
+def stored_record(records: Sequence[Record], store: Path, representation: str, seed: int) -> Record:
+    """The record of ``representation`` and ``seed`` among a store's ``records``.
+
+    :raise ConfigError: one line naming the store's representations (close ones suggested), or the seeds it holds of
+        ``representation``.
+    """
     name = record_name(representation, seed)
-    if name not in records:
-        raise ConfigError(f"{store} holds no record {name}; it holds: {', '.join(sorted(records)) or 'none'}")
-    return records[name]
+    found = [r for r in records if r.name == name]
+    if found:
+        return found[0]
+    seeds: dict[str, list[int]] = {}
+    for record in records:
+        seeds.setdefault(record.representation, []).append(record.seed)
+    if representation in seeds:
+        held = ", ".join(str(s) for s in sorted(seeds[representation]))
+        raise ConfigError(f"seed={seed}: {store} holds no record {name}; its seeds of {representation}: {held}")
+    close = difflib.get_close_matches(representation, list(seeds), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    names = ", ".join(sorted(seeds)) or "none"
+    raise ConfigError(f"representation={representation!r} is not in {store}; its representations: {names}{hint}")
 
 
 def rerun_record(

@@ -94,7 +94,21 @@ def _summary(loaded: LoadedRun, request: ReplayRequest, returns: list[float], le
         f"{loaded.path} ({title(loaded)}, {loaded.model.num_timesteps} steps): "
         f"{len(returns)} {mode} episode{'s' * (len(returns) > 1)}\n"
         f"  return {values.mean():.2f} ± {values.std():.2f} (std), min {values.min():.2f}, "
-        f"max {values.max():.2f}; mean length {np.mean(lengths):.1f} steps"
+        f"max {values.max():.2f}; mean length {np.mean(lengths):.1f} steps{_episodes_are(loaded)}"
+    )
+
+
+def _episodes_are(loaded: LoadedRun) -> str:
+    """What a replayed episode is, said where it is not what training learns from: Atari's whole games."""
+    atari = loaded.spec.options.atari
+    if atari is None:
+        return ""
+    learnt = [what for what, on in (("one life", atari.terminal_on_life_loss), ("clipped rewards", atari.clip_reward))
+              if on]  # fmt: skip
+    return (
+        "\n  over whole games: every life, the game's own score"
+        + (f" (training learns from episodes of {' and '.join(learnt)})" if learnt else "")
+        + "; the run's test episodes are the same games unless test_steps cut them"
     )
 
 

@@ -133,8 +133,8 @@ class ReplayRequest:
 @dataclass
 class Replayed:
     """What a replay played: ``label`` (``final``, ``best``, ``checkpoint_<steps>``), the console line, the returns
-    (summed over agents) and lengths, the returns table (CSV), the frames of every episode in order and the figures
-    written."""
+    (a multi-agent run's: its trained agents') and lengths, the returns table (CSV), the frames of every episode in
+    order and the figures written."""
 
     label: str
     summary: str
