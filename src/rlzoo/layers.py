@@ -4,9 +4,9 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 ======  ==================  ===========================================================================================
 layer   name                modules
 ======  ==================  ===========================================================================================
-0       ground floor        errors, files, schema, kwargs_check, hardware, precision, gc_tuning, config, model_files,
-                            rundir, cli, layers, jax_weights, provenance, registry, untrusted (no rlzoo
-                            imports but each other)
+0       ground floor        errors, files, confined, schema, kwargs_check, hardware, precision, gc_tuning, config,
+                            model_files, rundir, cli, layers, jax_weights, provenance, registry, untrusted (no
+                            rlzoo imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "rlzoo.errors",
             "rlzoo.files",
+            "rlzoo.confined",
             "rlzoo.schema",
             "rlzoo.kwargs_check",
             "rlzoo.hardware",

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.errors import ConfigError
+from rlzoo.confined import read_json
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_folder, atomic_write_text, locked, write_pid
 from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
     LEARNERS,
@@ -380,7 +381,10 @@ class RunDir:
         atomic_write_text(self.metrics, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
 
     def read_metrics(self) -> dict[str, float]:
-        return dict(json.loads(self.metrics.read_text()))
+        values = read_json(self.path, METRICS)
+        if not isinstance(values, dict):
+            raise Refused(f"{self.metrics} does not hold a mapping of metrics")
+        return values
 
     def learner_dir(self, name: str, steps: int | None = None) -> Path:
         """A multi-agent run's folder of learner ``name`` (final, or in the checkpoint at ``steps``)."""

@@ -35,6 +35,7 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecFrameStack
 
+from rlzoo.confined import load_npz, read_json
 from rlzoo.envs.mobile_robot_batched import BatchedMobileRobot
 from rlzoo.errors import Refused
 from rlzoo.files import atomic_path
@@ -85,9 +86,8 @@ class Snapshot:
         if not path.is_file():
             return None
         try:
-            values = json.loads(path.read_text())
-            with np.load(folder / RUN_STATE_ARRAYS, allow_pickle=False) as saved:
-                arrays = {key: saved[key] for key in saved.files}
+            values = read_json(folder, RUN_STATE)
+            arrays = load_npz(folder, RUN_STATE_ARRAYS)
         except (OSError, ValueError, EOFError) as error:  # a pickled array, a truncated file ...
             raise Refused(f"{path.parent}: the run state cannot be read ({error})") from None
         if not isinstance(values, dict):
