@@ -230,6 +230,8 @@ def load_npz(folder: Path, name: str | PurePosixPath, cap: int | None = None) ->
                         arrays[info.filename.removesuffix(".npy")] = np.lib.format.read_array(
                             member, allow_pickle=False
                         )
+        except Refused:
+            raise
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as error:
             raise Refused(f"{path} cannot be read as plain arrays ({str(error).splitlines()[0][:120]})") from None
     return arrays
@@ -240,10 +242,12 @@ def _npy_size(member: IO[bytes], info: zipfile.ZipInfo, path: Path) -> int:
     import numpy as np
 
     version = np.lib.format.read_magic(member)
-    header = np.lib.format._read_array_header(member, version)  # type: ignore[attr-defined]
-    shape, _fortran, dtype = header
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise Refused(f"{path}: member {info.filename!r} is .npy format {version}; formats 1.0 and 2.0 are read")
+    shape, _fortran, dtype = readers[version](member)
     if dtype.hasobject:
-        raise Refused(f"{path}: member {info.filename!r} holds Python objects (a pickle); plain arrays only")
+        raise Refused(f"{path}: member {info.filename!r} holds Python objects (a pickle): plain arrays only, allow_pickle=False")
     size = math.prod(int(d) for d in shape) * dtype.itemsize
     if size + member.tell() != info.file_size:
         raise Refused(
