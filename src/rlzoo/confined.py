@@ -247,7 +247,9 @@ def _npy_size(member: IO[bytes], info: zipfile.ZipInfo, path: Path) -> int:
         raise Refused(f"{path}: member {info.filename!r} is .npy format {version}; formats 1.0 and 2.0 are read")
     shape, _fortran, dtype = readers[version](member)
     if dtype.hasobject:
-        raise Refused(f"{path}: member {info.filename!r} holds Python objects (a pickle): plain arrays only, allow_pickle=False")
+        raise Refused(
+            f"{path}: member {info.filename!r} holds Python objects (a pickle): plain arrays only, allow_pickle=False"
+        )
     size = math.prod(int(d) for d in shape) * dtype.itemsize
     if size + member.tell() != info.file_size:
         raise Refused(

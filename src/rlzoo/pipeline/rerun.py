@@ -61,7 +61,7 @@ def rerun_record(store: Path, representation: str, seed: int, folder: Path, log:
             copy_stored_encoders(store, step.folder.parent, [encoder["folder"]], log)
     run_pipeline(spec, log)
     (run,) = [RunDir(p) for p in sorted((folder / "runs").iterdir()) if (p / METRICS).is_file()]
-    return compare_records(record, make_record(run, {}))
+    return compare_records(record, make_record(run, {}, (folder,)))
 
 
 def copy_stored_encoders(
