@@ -257,9 +257,9 @@ def attacks() -> list[Attack]:
     for name in ("progress.csv", "enjoy", "checkpoints/64/model.zip"):
         cases.append(Attack(f"symlink-{name.split('/')[0]}", _plant_symlink(name), OUTSIDE, leads_to=name))
     cases.append(Attack("symlink-encoder", _plant_encoder_link, OUTSIDE, live=False))  # checked untrusted only
-    pickled = r"the run state cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
+    pickled = r"run_state.npz: member 'random/torch.npy' holds Python objects \(a pickle\): plain arrays only"
     cases.append(Attack("pickled-run-state", _plant_pickled_run_state, pickled, RESUME, live=False))  # never unpickled
-    chunk = r"replay chunk \S+ cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
+    chunk = r"replay/\S+\.npz: member 'start.npy' holds Python objects \(a pickle\): plain arrays only"
     cases.append(Attack("pickled-agent-chunk", _plant_pickled_agent_chunk, chunk, MULTIAGENT_RESUME, live=False))
     outside = r"buffers must map agent keys \(letters, digits, _ \. -\) to replay chunk lists"
     cases.append(Attack("chunk-folder-outside", _plant_chunk_folder_outside, outside, MULTIAGENT_RESUME, live=False))

@@ -191,6 +191,8 @@ def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any], 
         path = run_path / REPLAY / key / chunk["file"]
         try:
             _put_rows(buffer, fields, load_npz(path.parent, path.name), path)
+        except Refused:
+            raise
         except (OSError, ValueError, EOFError, KeyError) as error:
             raise Refused(f"replay chunk {path} cannot be read ({error})") from None
     buffer.pos, buffer.full = found["pos"], bool(found.get("full", False))

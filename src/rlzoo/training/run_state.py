@@ -88,6 +88,8 @@ class Snapshot:
         try:
             values = read_json(folder, RUN_STATE)
             arrays = load_npz(folder, RUN_STATE_ARRAYS)
+        except Refused:
+            raise
         except (OSError, ValueError, EOFError) as error:  # a pickled array, a truncated file ...
             raise Refused(f"{path.parent}: the run state cannot be read ({error})") from None
         if not isinstance(values, dict):
