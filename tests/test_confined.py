@@ -213,17 +213,20 @@ def test_write_bytes_stays_inside_and_never_follows_a_link(tmp_path: Path) -> No
     folder = tmp_path / "store"
     folder.mkdir()
     os.symlink(tmp_path / "victim.txt", folder / "record.json")
-    confined.write_bytes(folder, "record.json", b"{}")  # replaces the link, never writes through it
-    assert (tmp_path / "victim.txt").read_text() == "kept\n" and not (folder / "record.json").is_symlink()
+    with pytest.raises(Refused, match="record.json is a symlink; rlzoo keeps a plain file there"):
+        confined.write_bytes(folder, "record.json", b"{}")  # never written through
+    assert (tmp_path / "victim.txt").read_text() == "kept\n"
+    confined.write_bytes(folder, "sub/new.json", b"{}")
+    assert (folder / "sub" / "new.json").read_bytes() == b"{}" and sorted(os.listdir(folder)) == ["record.json", "sub"]
     for name in ("../x", "/tmp/x"):
         with pytest.raises(Refused):
             confined.write_bytes(folder, name, b"")
 
 
-def inflight_entry(folder: Path, name: str, **values: Any) -> Path:
-    path = folder / inflight.FOLDER / f"{name}.json"
+def inflight_entry(folder: Path, file_name: str, values: dict[str, Any]) -> Path:
+    path = folder / inflight.FOLDER / f"{file_name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    entry = {"name": name, "job": "812", "runs": [], "pid": 1, "host": "h"} | values
+    entry = {"name": file_name, "job": "812", "runs": [], "pid": 1, "host": "h"} | values
     path.write_text(json.dumps(entry))
     return path
 
@@ -235,7 +238,7 @@ def inflight_entry(folder: Path, name: str, **values: Any) -> Path:
 )  # fmt: skip
 def test_an_inflight_entry_is_checked(tmp_path: Path, values: dict[str, Any], message: str) -> None:
     (tmp_path / "victim.json").write_text("kept")
-    inflight_entry(tmp_path, "step", **values)
+    inflight_entry(tmp_path, "step", values)
     with pytest.raises(ConfigError, match=message) as error:
         inflight.records(tmp_path)
     one_line(error)
@@ -256,9 +259,9 @@ def test_the_launcher_waits_only_on_jobs_it_named(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize(
     ("kwargs", "key"),
-    [({"buffer_size": 1e10}, "algo.buffer_size=1e+10"),
-     ({"policy_kwargs": {"net_arch": [200000, 200000]}}, r"net_arch=\[200000, 200000\]"),
-     ({"policy_kwargs": {"net_arch": {"pi": [64], "qf": [200000, 200000]}}}, "net_arch=")],
+    [({"buffer_size": 1e10}, r"algo.buffer_size=10000000000.0"),
+     ({"policy_kwargs": {"net_arch": [200000, 200000]}}, r"algo.policy_kwargs.net_arch=\[200000, 200000\]"),
+     ({"policy_kwargs": {"net_arch": {"pi": [64], "qf": [200000, 200000]}}}, "algo.policy_kwargs.net_arch=")],
 )  # fmt: skip
 def test_a_config_over_the_memory_budget_is_refused(kwargs: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError, match=rf"SAC: {key}.* needs at least [\d.]+ GiB, over the memory budget") as error:
