@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.confined import read_json
+from rlzoo.confined import read_json, stream_lines
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_folder, atomic_write_text, locked, write_pid
 from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
@@ -250,7 +250,10 @@ class RunDir:
         path = self.path / RESUMES
         if not path.is_file():
             return []
-        return [int(line.split(",")[1]) for line in path.read_text().splitlines()[1:] if line.count(",") == 1]
+        lines = stream_lines(self.path, RESUMES)[1:]
+        return [
+            int(line.split(",")[1]) for line in lines if line.count(",") == 1 and line.split(",")[1].strip().isdigit()
+        ]
 
     def record_resume(self, steps: int) -> None:
         path = self.path / RESUMES
@@ -292,7 +295,10 @@ class RunDir:
     def final_state(self) -> dict[str, Any]:
         """What :meth:`save_final` recorded beside a multi-agent run's final models (empty otherwise)."""
         path = self.path / LEARNERS_STATE
-        return dict(json.loads(path.read_text())) if path.is_file() else {}
+        values = read_json(self.path, LEARNERS_STATE) if path.is_file() else {}
+        if not isinstance(values, dict):
+            raise Refused(f"{path} does not hold a mapping")
+        return values
 
     def is_finished(self) -> bool:
         return self.metrics.is_file()

@@ -22,9 +22,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.any_env.options import observation_label
-from rlzoo.confined import stream_lines
+from rlzoo.confined import JSON_CAP, read_text, stream_lines
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import RunDir
+from rlzoo.rundir import ERROR, RunDir
 from rlzoo.untrusted import refuse_interpolations
 
 # Config keys that do not make runs different experiments (prefixes end with a dot).
@@ -238,7 +238,7 @@ def failure(run: RunResult) -> str:
     """The last line of a failed run's ``error.txt`` (empty for a run that did not fail)."""
     if not run.failed:
         return ""
-    lines = RunDir(run.path).error.read_text().strip().splitlines()
+    lines = read_text(Path(run.path), ERROR, JSON_CAP).strip().splitlines()
     return lines[-1] if lines else "?"
 
 

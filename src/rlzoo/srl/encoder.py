@@ -28,7 +28,7 @@ import torch
 from stable_baselines3.common.utils import get_device
 from torch import nn
 
-from rlzoo.confined import load_npz, read_weights
+from rlzoo.confined import load_npz, read_json, read_weights
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.precision import resolve_precision, set_precision
@@ -161,7 +161,10 @@ def encoder_folder(checkpoint: str | Path) -> Path:
 
 
 def read_metadata(folder: Path) -> dict[str, Any]:
-    return dict(json.loads((folder / METADATA).read_text()))
+    values = read_json(folder, METADATA)
+    if not isinstance(values, dict):
+        raise ConfigError(f"{folder / METADATA} does not hold a mapping")
+    return values
 
 
 def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu", precision: str = "fp32") -> Encoder:
