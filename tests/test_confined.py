@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -213,7 +214,7 @@ def test_write_bytes_stays_inside_and_never_follows_a_link(tmp_path: Path) -> No
     folder = tmp_path / "store"
     folder.mkdir()
     os.symlink(tmp_path / "victim.txt", folder / "record.json")
-    with pytest.raises(Refused, match="record.json is a symlink; rlzoo keeps a plain file there"):
+    with pytest.raises(Refused, match=r"record\.json is a symlink; rlzoo keeps a plain file there"):
         confined.write_bytes(folder, "record.json", b"{}")  # never written through
     assert (tmp_path / "victim.txt").read_text() == "kept\n"
     confined.write_bytes(folder, "sub/new.json", b"{}")
@@ -273,3 +274,34 @@ def test_a_config_over_the_memory_budget_is_refused(kwargs: dict[str, Any], key:
 def test_the_budget_is_raised_from_the_command_line_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(confined.MEMORY_ENV, "200")
     check_memory("SAC", {"buffer_size": 1e10})  # 74.5 GiB: within 200
+
+
+STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "srl_benchmark_small"
+
+
+@pytest.mark.parametrize("attack", ["plots-link", "fifo-monitor", "sparse-monitor"])
+def test_plot_refuses_in_one_line_and_writes_nothing_outside(tmp_path: Path, attack: str) -> None:
+    """``rlzoo.plot`` over a received sweep (a record read as the run dir it is): a linked ``plots/`` folder, a
+    FIFO or a sparse 20 GiB monitor file end in one line, nothing written outside, nothing hangs."""
+    from rlzoo.plot import PlotSettings, plot
+
+    sweep = tmp_path / "sweep"
+    run = sweep / "ground_truth_seed0"
+    shutil.copytree(STORE / "runs" / "ground_truth_seed0", run)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    log = run / "monitor" / "0.monitor.csv.gz"
+    if attack == "plots-link":
+        os.symlink(outside, sweep / "plots")
+    elif attack == "fifo-monitor":
+        log.unlink()
+        os.mkfifo(log)
+    else:
+        log.unlink()
+        with log.open("wb") as stream:
+            stream.truncate(20 << 30)
+    with pytest.raises(ConfigError) as error:
+        plot(PlotSettings(dir=str(sweep)), log=lambda _: None)
+    one_line(error)
+    assert str(run if attack != "plots-link" else sweep / "plots") in str(error.value)
+    assert list(outside.iterdir()) == []
