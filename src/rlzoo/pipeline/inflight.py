@@ -96,8 +96,10 @@ def _read(path: Path) -> InFlight:
         raise ConfigError(f"{path}: not a record of a job in flight ({error}); remove it") from None
     if entry.name != bare_name(entry.name, f"{path}: name") or f"{entry.name}.json" != path.name:
         raise Refused(f"{path}: name={entry.name!r} is not its file's name; remove it")
-    if not isinstance(entry.job, str) or not (JOB_ID.match(entry.job) or JOB_NAME.match(entry.job)):
-        raise Refused(f"{path}: job={str(entry.job)[:40]!r} is neither a Slurm job id nor an rlzoo job name; remove it")
+    if not isinstance(entry.job, str) or not (JOB_ID.match(entry.job) or entry.job == entry.name):
+        raise Refused(
+            f"{path}: job={str(entry.job)[:40]!r} is neither a Slurm job id nor the entry's own name; remove it"
+        )
     if not isinstance(entry.runs, list) or not all(isinstance(run, str) for run in entry.runs):
         raise Refused(f"{path}: runs is not a list of run names; remove it")
     for run in entry.runs:
