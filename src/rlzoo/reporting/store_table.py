@@ -123,6 +123,8 @@ def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int
     check_records(records)
     if not records:
         raise ConfigError(f"{store}: holds no records yet ({RUNS}/ is empty or missing)")
+    for representation in sorted({r.representation for r in records}):
+        _gtc(store, records, representation)  # a missing encoder: one line, before the statistics
     comparison = compare(store / RUNS, baseline=None)
     stats = row_stats(comparison.rows, None, reference=info.verdict_of)
     if figures is not None:
