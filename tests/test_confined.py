@@ -95,10 +95,10 @@ def test_a_fifo_monitor_file_does_not_hang(tmp_path: Path) -> None:
 
 
 def test_a_gzip_bomb_is_cut_at_the_byte_cap(tmp_path: Path) -> None:
-    (tmp_path / "0.monitor.csv.gz").write_bytes(gzip.compress(b"1.0,1,0.1\n" * 400_000))  # 4 MB from ~10 kB
+    (tmp_path / "0.monitor.csv.gz").write_bytes(gzip.compress(b"1.0,1,0.1\n" * 150_000))  # 1.5 MB from ~4 kB
     with pytest.raises(Refused, match="holds more than 1048576 bytes or"):
         confined.stream_lines(tmp_path, "0.monitor.csv.gz", byte_cap=1 << 20)
-    assert len(confined.stream_lines(tmp_path, "0.monitor.csv.gz")) == 400_000  # under the real cap: read whole
+    assert len(confined.stream_lines(tmp_path, "0.monitor.csv.gz")) == 150_000  # under the real cap: read whole
 
 
 def test_rows_are_capped(tmp_path: Path) -> None:
@@ -175,11 +175,11 @@ def test_object_arrays_are_refused_unpickled(tmp_path: Path) -> None:
 
 
 def test_a_model_zip_member_bomb_is_refused_before_it_is_read(tmp_path: Path) -> None:
-    """A ``data`` entry of 64 MiB of spaces (compressed ~64 kB) and a ``.pth`` whose pickle is oversize."""
+    """A ``data`` entry of 8 MiB of spaces (compressed ~8 kB) and a ``.pth`` whose pickle is oversize."""
     path = tmp_path / "model.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("data", b" " * (64 << 20))
-    with zipfile.ZipFile(path) as archive, pytest.raises(Refused, match="member 'data' expands to 67108864"):
+        archive.writestr("data", b" " * (8 << 20))
+    with zipfile.ZipFile(path) as archive, pytest.raises(Refused, match="member 'data' expands to 8388608"):
         confined.check_zip(archive, path)
     inner = io.BytesIO()
     with zipfile.ZipFile(inner, "w", zipfile.ZIP_STORED) as pth:
