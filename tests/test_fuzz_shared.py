@@ -41,7 +41,7 @@ from rlzoo.training.safe_load import saved_data  # noqa: E402
 STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "srl_benchmark_small"
 RECORD = STORE / "runs" / "ground_truth_seed0"
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
-settings.register_profile("fast", max_examples=15, deadline=None, suppress_health_check=HEALTH)
+settings.register_profile("fast", max_examples=10, deadline=None, suppress_health_check=HEALTH)
 settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=HEALTH)
 PROFILE = settings.get_profile(os.environ.get("RLZOO_FUZZ_PROFILE", "fast"))
 RSS_CAP_MB = 1024  # peak RSS growth one example may cause
