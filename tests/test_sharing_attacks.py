@@ -262,7 +262,7 @@ def _compressed_run_state(run: Path, marker: Path) -> None:
 
 
 RESUME = frozenset({"resume"})
-SINGLE = frozenset({"load_run", "load_agent", "enjoy", "resume", "report", "init_from"})
+SINGLE = frozenset({"load_run", "load_agent", "enjoy", "report", "init_from"})  # the final model.zip
 MULTIAGENT_RESUME = frozenset({"multiagent_resume"})
 OUTSIDE = r"(leads outside the run dir|is a symlink to \S+, outside)"
 
