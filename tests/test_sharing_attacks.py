@@ -262,7 +262,8 @@ def _compressed_run_state(run: Path, marker: Path) -> None:
 
 
 RESUME = frozenset({"resume"})
-SINGLE = frozenset({"load_run", "load_agent", "enjoy", "report", "init_from"})  # the final model.zip
+# the final model.zip (the report failing on a refused replay: issue 66 item 5, another change)
+SINGLE = frozenset({"load_run", "load_agent", "enjoy", "init_from"})
 MULTIAGENT_RESUME = frozenset({"multiagent_resume"})
 OUTSIDE = r"(leads outside the run dir|is a symlink to \S+, outside)"
 
