@@ -61,7 +61,8 @@ def rerun_record(store: Path, representation: str, seed: int, folder: Path, log:
             copy_stored_encoders(store, step.folder.parent, [encoder["folder"]], log)
     run_pipeline(spec, log)
     (run,) = [RunDir(p) for p in sorted((folder / "runs").iterdir()) if (p / METRICS).is_file()]
-    return compare_records(record, make_record(run, {}, (folder,)))
+    roots = (folder, *(step.folder.parent for step in plan.encoders.values()))  # where its encoder was trained
+    return compare_records(record, make_record(run, {}, roots))
 
 
 def copy_stored_encoders(
