@@ -141,17 +141,19 @@ def _finite(text: str) -> float:
     raise ValueError(f"{text} is not a finite number")
 
 
-def parse_json(text: str | bytes, where: object) -> Any:
-    """JSON with finite numbers only (``NaN``/``Infinity`` refused in one line naming ``where``)."""
+def parse_json(text: str | bytes, where: object, finite: bool = False) -> Any:
+    """JSON; with ``finite``, finite numbers only (``NaN``/``Infinity`` refused in one line naming ``where``: a
+    record's figures; rlzoo's own state files may hold them)."""
     try:
-        return json.loads(text, parse_constant=_finite)
+        return json.loads(text, parse_constant=_finite if finite else None)
     except ValueError as error:
-        raise Refused(f"{where}: not plain JSON with finite numbers ({str(error).splitlines()[0][:120]})") from None
+        shown = str(error).splitlines()[0][:120]
+        raise Refused(f"{where}: not plain JSON (with finite numbers where figures are kept: {shown})") from None
 
 
-def read_json(folder: Path, name: str | PurePosixPath, cap: int = JSON_CAP) -> Any:
+def read_json(folder: Path, name: str | PurePosixPath, cap: int = JSON_CAP, finite: bool = False) -> Any:
     """A JSON file of ``folder`` (see :func:`parse_json`)."""
-    return parse_json(read_bytes(folder, name, cap), folder / name)
+    return parse_json(read_bytes(folder, name, cap), folder / name, finite)
 
 
 def stream_lines(folder: Path, name: str | PurePosixPath, byte_cap: int = CSV_CAP, rows: int = ROW_CAP) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.confined import CSV_CAP, bare_name, load_npz, read_bytes, read_json, read_weights
+from rlzoo.confined import CSV_CAP, bare_name, load_npz, parse_json, read_bytes, read_json, read_weights
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.results.runs import leaves
 from rlzoo.rundir import (
@@ -176,7 +176,7 @@ def read_record(folder: Path) -> Record:
         if path.is_symlink():
             raise ConfigError(f"{path}: a symlink in a record; records hold plain files only")
     try:
-        info = read_json(folder, RECORD)
+        info = read_json(folder, RECORD, finite=True)
         config = read_yaml(folder / CONFIG)
     except Refused:
         raise
@@ -245,7 +245,9 @@ def make_record(run: RunDir, encoder_hashes: dict[Path, str], roots: Sequence[Pa
     encoder = _encoder_of(config, encoder_hashes, roots, run.config)
     if encoder is not None:  # the encoder's machine path, wherever the config repeats it, becomes its store name
         values = _renamed(values, str(_encoder_folder(config)), f"{ENCODERS}/{encoder['folder']}")
-    metrics = run.read_metrics()
+    metrics = read_json(run.path, METRICS, finite=True)
+    if not isinstance(metrics, dict):
+        raise Refused(f"{run.metrics} does not hold a mapping of metrics")
     provenance = read_json(run.path, PROVENANCE) if run.provenance.is_file() else {}
     info = {
         "format": FORMAT, "representation": representation, "seed": seed,
@@ -266,6 +268,8 @@ def copied_record(folder: Path, encoder_hashes: dict[Path, str]) -> Record:
     record = read_record(folder)
     names = [CONFIG, RECORD, *KEPT]
     files = {name: read_bytes(folder, name, CSV_CAP) for name in names if (folder / name).is_file()}
+    if METRICS in files:
+        parse_json(files[METRICS], folder / METRICS, finite=True)
     monitor = folder / "monitor"
     for log in sorted(monitor.glob(f"*{GZIP_SUFFIX}")) if monitor.is_dir() else []:
         files[f"monitor/{log.name}"] = read_bytes(monitor, log.name, CSV_CAP)
