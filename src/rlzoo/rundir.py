@@ -250,10 +250,8 @@ class RunDir:
         path = self.path / RESUMES
         if not path.is_file():
             return []
-        lines = stream_lines(self.path, RESUMES)[1:]
-        return [
-            int(line.split(",")[1]) for line in lines if line.count(",") == 1 and line.split(",")[1].strip().isdigit()
-        ]
+        rows = [line.split(",") for line in stream_lines(self.path, RESUMES)[1:]]
+        return [int(row[1]) for row in rows if len(row) == 2 and row[1].strip().lstrip("-").isdigit()]  # -1: final
 
     def record_resume(self, steps: int) -> None:
         path = self.path / RESUMES
