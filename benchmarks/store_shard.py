@@ -122,7 +122,7 @@ def _figure(seconds: float) -> str:
 def record_shard(name: str, seeds: str, commit: str, pipeline_dir: Path, log_dir: Path, load: list[float],
                  finished: bool) -> None:  # fmt: skip
     """Merge the shard's finished runs into the store and append its row to ``shards.csv``."""
-    from rlzoo.results.records import merge_into_store
+    from rlzoo.results.store_merge import merge_into_store
 
     added = merge_into_store([pipeline_dir / "runs"], STORE)
     report = log_dir / "time.txt"

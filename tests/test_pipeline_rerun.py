@@ -215,11 +215,11 @@ def test_a_recorded_job_is_waited_for_while_queued_and_redone_once_gone(
     run = Job({"env": "E", "srl_model": "ground_truth", "seed": 0}, "ground_truth")
     inflight.record(tmp_path, "rlzoo-runs-1", "rlzoo-runs-1", [run.name])
     lines: list[str] = []
-    monkeypatch.setattr(inflight, "queued", lambda job: True)
+    monkeypatch.setattr(inflight, "queued", lambda job, **_: True)
     assert step_in_flight(step, tmp_path, lines.append) == "812"
     assert [entry.name for entry in runs_in_flight(spec, [run.name], lines.append)] == ["rlzoo-runs-1"]
     assert (step.folder / "losses.csv").is_file() and len(inflight.records(tmp_path)) == 2
-    monkeypatch.setattr(inflight, "queued", lambda job: False)  # cancelled, failed, node lost
+    monkeypatch.setattr(inflight, "queued", lambda job, **_: False)  # cancelled, failed, node lost
     assert step_in_flight(step, tmp_path, lines.append) is None and announced(step, lines.append)
     assert runs_in_flight(spec, [run.name], lines.append) == []
     assert not step.folder.exists() and inflight.records(tmp_path) == []

@@ -24,10 +24,10 @@ from rlzoo.results.records import (
     RECORD,
     RUNS,
     check_records,
-    merge_into_store,
     read_record,
     store_records,
 )
+from rlzoo.results.store_merge import merge_into_store
 from test_pipeline import TINY
 
 # Three tiny pipelines (18 runs, two encoders) for the module: about 3 min on two idle cores, more under load.

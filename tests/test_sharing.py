@@ -179,7 +179,7 @@ POISONS = {
 MESSAGES = {
     "config": r"config.yaml: algo.learning_rate._target_='codecs.open' is outside the allowlist: .*trusted=true",
     "pth": r"model.zip cannot be loaded as PPO: its weights hold a pickled object, not plain tensors; .*trusted=true",
-    "obs_norm": r"obs_norm.npz cannot be read: Object arrays cannot be loaded when allow_pickle=False",
+    "obs_norm": r"obs_norm.npz: member .mean.npy. holds Python objects \(a pickle\): plain arrays only",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import io
 import itertools
 import json
 import os
@@ -25,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,7 +267,33 @@ def _plant_chunk_folder_outside(run: Path, marker: Path) -> None:
     state.write_text(json.dumps(values))
 
 
+def _data_bomb(run: Path, marker: Path) -> None:
+    """Every ``model.zip`` of the run (final, checkpoints) with a ``data`` entry of 64 MiB deflated to ~64 kB."""
+    for model in [run / MODEL, *run.glob("checkpoints/*/" + MODEL)]:
+        if model.is_file():
+            with zipfile.ZipFile(model, "a", zipfile.ZIP_DEFLATED) as archive:
+                archive.writestr("data", b" " * (64 << 20))
+
+
+def _lying_run_state(run: Path, marker: Path) -> None:
+    """A checkpoint's ``run_state.npz`` whose array header claims 10^10 rows of 64 float64 (5 TiB) over 8 bytes."""
+    folder = unfinished(run).checkpoints()[-1]
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (10**10, 64)})
+    with zipfile.ZipFile(folder / RUN_STATE_ARRAYS, "w") as archive:
+        archive.writestr("random/torch.npy", header.getvalue() + b"\0" * 8)
+
+
+def _compressed_run_state(run: Path, marker: Path) -> None:
+    """A checkpoint's ``run_state.npz`` holding 64 MiB of zeros compressed to ~64 kB."""
+    folder = unfinished(run).checkpoints()[-1]
+    with (folder / RUN_STATE_ARRAYS).open("wb") as stream:
+        np.savez_compressed(stream, **{"random/torch": np.zeros(64 << 20, dtype=np.uint8)})
+
+
 RESUME = frozenset({"resume"})
+# the final model.zip (the report failing on a refused replay: issue 66 item 5, another change)
+SINGLE = frozenset({"load_run", "load_agent", "enjoy", "init_from"})
 MULTIAGENT_RESUME = frozenset({"multiagent_resume"})
 OUTSIDE = r"(leads outside the run dir|is a symlink to \S+, outside)"
 
@@ -296,12 +324,17 @@ def attacks() -> list[Attack]:
     for name in ("progress.csv", "enjoy", "checkpoints/64/model.zip"):
         cases.append(Attack(f"symlink-{name.split('/')[0]}", _plant_symlink(name), OUTSIDE, leads_to=name))
     cases.append(Attack("symlink-encoder", _plant_encoder_link, OUTSIDE, live=False))  # checked untrusted only
-    pickled = r"the run state cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
+    pickled = r"run_state.npz: member 'random/torch.npy' holds Python objects \(a pickle\): plain arrays only"
     cases.append(Attack("pickled-run-state", _plant_pickled_run_state, pickled, RESUME, live=False))  # never unpickled
-    chunk = r"replay chunk \S+ cannot be read \(Object arrays cannot be loaded when allow_pickle=False\)"
+    chunk = r"replay/\S+\.npz: member 'start.npy' holds Python objects \(a pickle\): plain arrays only"
     cases.append(Attack("pickled-agent-chunk", _plant_pickled_agent_chunk, chunk, MULTIAGENT_RESUME, live=False))
     outside = r"buffers must map agent keys \(letters, digits, _ \. -\) to replay chunk lists"
     cases.append(Attack("chunk-folder-outside", _plant_chunk_folder_outside, outside, MULTIAGENT_RESUME, live=False))
+    cases.append(Attack("zip-data-bomb", _data_bomb, r"member 'data' expands to 67108864 bytes", SINGLE, live=False))
+    lying = r"run_state.npz: member 'random/torch.npy' announces \(10000000000, 64\) of float64"
+    cases.append(Attack("npz-header-lie", _lying_run_state, lying, RESUME, live=False))
+    bomb = r"run_state.npz: member 'random/torch.npy' expands to 67108\d+ bytes from \d+"
+    cases.append(Attack("npz-bomb", _compressed_run_state, bomb, RESUME, live=False))
     return cases
 
 

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
+from rlzoo.confined import output_folder
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
@@ -123,7 +124,7 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
     log(f"rlzoo.enjoy: {replayed.summary}")
     stem = file_stem(replayed.label, settings)
     out = run.enjoy_dir
-    out.mkdir(exist_ok=True)
+    output_folder(out)
     files = [out / f"{stem}_returns.csv"]
     atomic_write_text(files[0], replayed.table)
     for fmt in settings.video_formats if settings.video else ():

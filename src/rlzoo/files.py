@@ -1,7 +1,8 @@
-"""Atomic file writes (ground floor: no rlzoo imports): a file is either absent/old or complete, never half-written."""
+"""Atomic file writes (ground floor): a file is either absent/old or complete, never half-written."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+from rlzoo.errors import Refused
 
 
 @contextmanager
@@ -74,7 +77,13 @@ def locked(lock_path: Path, *, wait: bool = True) -> Iterator[IO[str]]:
     a study's output writers.
     """
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a+") as lock_file:
+    try:  # never through a link: a lock named by a shared folder could point anywhere
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise Refused(f"{lock_path} is a symlink; rlzoo keeps a plain lock file there (remove the link)") from None
+    with os.fdopen(fd, "a+") as lock_file:
         try:
             fcntl.flock(lock_file, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:

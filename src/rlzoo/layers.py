@@ -4,8 +4,8 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 ======  ==================  ===========================================================================================
 layer   name                modules
 ======  ==================  ===========================================================================================
-0       ground floor        errors, files, schema, kwargs_check, hardware, precision, gc_tuning, config, model_files,
-                            rundir, cli, layers, jax_weights, provenance, registry, untrusted, overrides,
+0       ground floor        errors, files, confined, schema, kwargs_check, hardware, precision, gc_tuning, config,
+                            model_files, rundir, cli, layers, jax_weights, provenance, registry, untrusted, overrides,
                             progress_lines, stateful (no rlzoo imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "rlzoo.errors",
             "rlzoo.files",
+            "rlzoo.confined",
             "rlzoo.schema",
             "rlzoo.kwargs_check",
             "rlzoo.hardware",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from rlzoo.confined import load_npz
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_path
 from rlzoo.jax_weights import save_jax_weights
@@ -56,12 +57,14 @@ def load_obs_norm(path: Path) -> ObsNorm:
     from stable_baselines3.common.running_mean_std import RunningMeanStd
 
     try:
-        with np.load(path, allow_pickle=False) as data:
-            rms = RunningMeanStd(shape=data["mean"].shape)
-            rms.mean = data["mean"].astype(np.float64)
-            rms.var = data["var"].astype(np.float64)
-            rms.count = float(data["count"])
-            return ObsNorm(rms, float(data["clip_obs"]), float(data["epsilon"]))
+        data = load_npz(path.parent, path.name)
+        rms = RunningMeanStd(shape=data["mean"].shape)
+        rms.mean = data["mean"].astype(np.float64)
+        rms.var = data["var"].astype(np.float64)
+        rms.count = float(data["count"])
+        return ObsNorm(rms, float(data["clip_obs"]), float(data["epsilon"]))
+    except Refused:
+        raise
     except Exception as error:  # a pickle numpy refuses, a truncated zip, a missing array ...
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         kind = Refused if "allow_pickle" in text else ConfigError

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
+from rlzoo.confined import output_folder
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.reporting.figures import csv_table, file_name, markdown_table, plot_env
@@ -76,7 +77,7 @@ def plot(settings: PlotSettings, log: Callable[[str], None] = print) -> PlotRepo
     groups, rows, baseline = comparison.groups, comparison.rows, comparison.baseline
     verdicts.check_reference(settings.verdict_of, [g.srl_model for g in groups])
     out = Path(settings.out) if settings.out else Path(settings.dir) / "plots"
-    out.mkdir(parents=True, exist_ok=True)
+    output_folder(out)
     figures = [
         plot_env(
             env,

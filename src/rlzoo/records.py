@@ -24,7 +24,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.pipeline.rerun import rerun_record
 from rlzoo.pipeline.spec import pipeline_spec
 from rlzoo.reporting.store_table import read_store_info, replace_section, store_table
-from rlzoo.results.records import merge_into_store
+from rlzoo.results.store_merge import merge_into_store
 from rlzoo.schema import parse
 
 ACTIONS = ("merge", "table", "rerun")

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.errors import ConfigError
+from rlzoo.confined import read_json, stream_lines
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_folder, atomic_write_text, locked, write_pid
 from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
     LEARNERS,
@@ -249,7 +250,8 @@ class RunDir:
         path = self.path / RESUMES
         if not path.is_file():
             return []
-        return [int(line.split(",")[1]) for line in path.read_text().splitlines()[1:] if line.count(",") == 1]
+        rows = [line.split(",") for line in stream_lines(self.path, RESUMES)[1:]]
+        return [int(row[1]) for row in rows if len(row) == 2 and row[1].strip().lstrip("-").isdigit()]  # -1: final
 
     def record_resume(self, steps: int) -> None:
         path = self.path / RESUMES
@@ -291,7 +293,10 @@ class RunDir:
     def final_state(self) -> dict[str, Any]:
         """What :meth:`save_final` recorded beside a multi-agent run's final models (empty otherwise)."""
         path = self.path / LEARNERS_STATE
-        return dict(json.loads(path.read_text())) if path.is_file() else {}
+        values = read_json(self.path, LEARNERS_STATE) if path.is_file() else {}
+        if not isinstance(values, dict):
+            raise Refused(f"{path} does not hold a mapping")
+        return values
 
     def is_finished(self) -> bool:
         return self.metrics.is_file()
@@ -381,7 +386,10 @@ class RunDir:
         atomic_write_text(self.metrics, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
 
     def read_metrics(self) -> dict[str, float]:
-        return dict(json.loads(self.metrics.read_text()))
+        values = read_json(self.path, METRICS)
+        if not isinstance(values, dict):
+            raise Refused(f"{self.metrics} does not hold a mapping of metrics")
+        return values
 
     def learner_dir(self, name: str, steps: int | None = None) -> Path:
         """A multi-agent run's folder of learner ``name`` (final, or in the checkpoint at ``steps``)."""

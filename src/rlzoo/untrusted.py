@@ -16,6 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.confined import YAML_CAP, read_text
 from rlzoo.errors import Refused
 
 TRUST_HINT = "pass trusted=true (Python: trusted=True) only if you trust who made the run"
@@ -26,7 +27,11 @@ def read_yaml(path: Path) -> DictConfig:
     """The mapping of a YAML file; YAML tags (``!!python/...``), broken YAML or a file that is not a mapping are one
     line naming the file and the line."""
     try:
-        config = OmegaConf.load(path)
+        text = read_text(path.parent, path.name, YAML_CAP)
+    except OSError as error:
+        raise Refused(f"{path} cannot be read ({error.strerror or type(error).__name__})") from None
+    try:
+        config = OmegaConf.create(text) if text.strip() else OmegaConf.create({})
     except Exception as error:  # yaml's ConstructorError (a tag), ParserError, OmegaConf's key errors ...
         problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
         mark = getattr(error, "problem_mark", None)

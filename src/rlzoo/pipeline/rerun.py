@@ -81,8 +81,9 @@ def rerun_record(
             copy_stored_encoders(store, step.folder.parent, [encoder["folder"]], log)
     run_pipeline(spec, log)
     (run,) = [RunDir(p) for p in sorted((folder / "runs").iterdir()) if (p / METRICS).is_file()]
+    roots = (folder, *(step.folder.parent for step in plan.encoders.values()))  # where its encoder was trained
     seeds = [r for r in store_records(store) if r.representation == representation]
-    return compare_records(record, make_record(run, {}), seeds)
+    return compare_records(record, make_record(run, {}, roots), seeds)
 
 
 def copy_stored_encoders(

@@ -81,7 +81,7 @@ def step_in_flight(step: S, pipeline_dir: Path, log: Callable[[str], None]) -> s
         if unrecorded is not None:
             log(f"{step.kind} {step.label}: Slurm job {unrecorded} is in flight: waiting for it")
         return unrecorded
-    if not step.done and inflight.queued(entry.job):
+    if not step.done and inflight.queued(entry.job, comment=step.folder.name):
         log(f"{step.kind} {step.label}: Slurm job {entry.job} ({entry.owner()}) is in flight: waiting for it")
         return entry.job
     inflight.forget(pipeline_dir, step.folder.name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from rlzoo.confined import read_bytes, read_json
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.playback.video import gif_bytes
 from rlzoo.results.comparison import Row
@@ -110,10 +110,12 @@ def encoder_folders(results: Iterable[RunResult], folder: Path) -> list[Path]:
     return sorted(found.values())
 
 
+IMAGE_CAP = 64 << 20  # an encoder's states.png in a report
+
+
 def read_encoder(path: Path) -> EncoderInfo:
     """The description and metrics of an encoder folder (metrics empty when it has none)."""
-    metadata = json.loads((path / ENCODER_METADATA).read_text())
-    metrics_file = path / ENCODER_METRICS
-    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    metadata = read_json(path, ENCODER_METADATA)
+    metrics = read_json(path, ENCODER_METRICS) if (path / ENCODER_METRICS).is_file() else {}
     states = path / "states.png"
-    return EncoderInfo(path, metadata, metrics, states.read_bytes() if states.is_file() else None)
+    return EncoderInfo(path, metadata, metrics, read_bytes(path, states.name, IMAGE_CAP) if states.is_file() else None)

@@ -9,7 +9,6 @@ records were made (one row per shard: seeds, CPU and wall seconds from ``/usr/bi
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from rlzoo.confined import YAML_CAP, bare_name, read_json, read_text, stream_lines
 from rlzoo.errors import ConfigError
 from rlzoo.provenance import platform_label
 from rlzoo.results.comparison import Row, compare
@@ -50,7 +50,7 @@ class StoreInfo:
 def read_store_info(store: Path) -> StoreInfo:
     path = store / STORE_FILE
     try:
-        values = yaml.safe_load(path.read_text())
+        values = yaml.safe_load(read_text(store, STORE_FILE, YAML_CAP))
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{path}: not a readable store description ({type(error).__name__})") from None
     if not isinstance(values, dict):
@@ -108,7 +108,14 @@ def _gtc(store: Path, records: Sequence[Record], representation: str) -> str:
     folders = {r.info["encoder"]["folder"] for r in records if r.representation == representation and r.encoder_hash}
     if not folders:
         return "1" if representation == "ground_truth" else "—"
-    metrics = json.loads((store / ENCODERS / folders.pop() / "metrics.json").read_text())
+    folder = store / ENCODERS / bare_name(folders.pop(), "an encoder's folder")
+    try:
+        metrics = read_json(folder, "metrics.json")
+    except OSError as error:
+        raise ConfigError(
+            f"{store}: the encoder {folder.name} of {representation}'s records is missing ({error.strerror}); merge "
+            "it with its records (its folder under encoders/)"
+        ) from None
     before, after = metrics.get("srl/unwhitened/gtc_mean", math.nan), metrics.get("srl/gtc_mean", math.nan)
     return f"{float(before):.2f} / {float(after):.2f}"
 
@@ -117,8 +124,7 @@ def _shards(store: Path) -> list[dict[str, str]]:
     path = store / SHARDS
     if not path.is_file():
         return []
-    with path.open(newline="") as stream:
-        return list(csv.DictReader(stream))
+    return list(csv.DictReader(stream_lines(store, SHARDS)))
 
 
 def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int], figures: Path | None) -> str:
@@ -132,6 +138,8 @@ def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int
     check_records(records)
     if not records:
         raise ConfigError(f"{store}: holds no records yet ({RUNS}/ is empty or missing)")
+    for representation in sorted({r.representation for r in records}):
+        _gtc(store, records, representation)  # a missing encoder: one line, before the statistics
     comparison = compare(store / RUNS, baseline=None)
     stats = row_stats(comparison.rows, None, reference=info.verdict_of, relative_to=info.relative_to)
     curves = efficiency_curves(comparison.rows)
@@ -229,10 +237,16 @@ def _shard_lines(store: Path) -> list[str]:
     for shard in shards:
         lines.append(
             f"| {shard['shard']} | {shard['seeds']} | {shard['records']} | {_seconds(shard['cpu_seconds'])} | "
-            f"{_seconds(shard['wall_seconds'], 60, ' min')} | {shard['load_mean']}, {shard['load_max']} | "
+            f"{_seconds(shard['wall_seconds'], 60, ' min')} | {_load(shard)} | "
             f"{shard['finished']} |"
         )
     return lines
+
+
+def _load(shard: dict[str, str]) -> str:
+    """A shard's load average (mean, max), ``—`` where it was not measured."""
+    mean, top = (shard.get(key) or "" for key in ("load_mean", "load_max"))
+    return f"{mean}, {top}" if mean and top else "—"
 
 
 def _seconds(value: str, unit: float = 1.0, suffix: str = "") -> str:

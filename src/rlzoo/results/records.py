@@ -23,18 +23,16 @@ import gzip
 import hashlib
 import json
 import math
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.errors import ConfigError
-from rlzoo.results.runs import find_runs, leaves
+from rlzoo.confined import CSV_CAP, bare_name, load_npz, parse_json, read_bytes, read_json, read_weights
+from rlzoo.errors import ConfigError, Refused
+from rlzoo.results.runs import leaves
 from rlzoo.rundir import (
     CONFIG,
     GZIP_SUFFIX,
@@ -92,11 +90,12 @@ class Record:
 
     def scores(self) -> bytes:
         """The bytes of its ``metrics.json`` (what two records of one run share)."""
-        return self.files[METRICS] if METRICS in self.files else (self.path / METRICS).read_bytes()
+        return self.files[METRICS] if METRICS in self.files else read_bytes(self.path, METRICS)
 
 
 def record_name(representation: str, seed: int) -> str:
-    return f"{representation}_seed{seed}"
+    """``<representation>_seed<seed>``, refused unless a bare name (a record is a folder of the store)."""
+    return bare_name(f"{representation}_seed{seed}", "a record's srl_model.name and seed")
 
 
 def tensor_hash(arrays: Iterable[tuple[str, Any]]) -> str:
@@ -117,12 +116,14 @@ def encoder_content_hash(folder: Path) -> str:
     import numpy as np
 
     if (folder / "pca.npz").is_file():
-        with np.load(folder / "pca.npz", allow_pickle=False) as arrays:
-            return tensor_hash((name, arrays[name]) for name in arrays.files)
+        arrays = load_npz(folder, "pca.npz")
+        return tensor_hash((name, np.asarray(array)) for name, array in arrays.items())
     import torch
 
     try:
-        state = torch.load(folder / "encoder.pt", map_location="cpu", weights_only=True)
+        state = torch.load(read_weights(folder, "encoder.pt"), map_location="cpu", weights_only=True)
+    except Refused:
+        raise
     except Exception as error:  # a missing file, or one that needs pickle: the reason in a few words
         raise ConfigError(
             f"encoder {folder.name}: its weights do not load weights-only ({type(error).__name__})"
@@ -179,8 +180,10 @@ def read_record(folder: Path) -> Record:
         if path.is_symlink():
             raise ConfigError(f"{path}: a symlink in a record; records hold plain files only")
     try:
-        info = json.loads((folder / RECORD).read_text())
+        info = read_json(folder, RECORD, finite=True)
         config = read_yaml(folder / CONFIG)
+    except Refused:
+        raise
     except (OSError, ValueError) as error:
         raise ConfigError(f"{folder}: not a readable record ({type(error).__name__})") from None
     refuse_interpolations(config, folder / CONFIG)
@@ -195,6 +198,7 @@ def _check_info(info: Any, config: DictConfig, folder: Path) -> None:
     if not isinstance(info, dict) or info.get("format") != FORMAT:
         raise bad(f"not a record of format {FORMAT}")
     representation, seed = info.get("representation"), info.get("seed")
+    bare_name(representation, f"{folder / RECORD}: representation")
     if not isinstance(representation, str) or representation != OmegaConf.select(config, "srl_model.name"):
         raise bad(f"representation {representation!r} is not its config's srl_model.name")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed != config.get("seed"):
@@ -240,14 +244,8 @@ def platform_of_source(source: Path) -> dict[str, str | int] | None:
     ``benchmarks/store_shard.py`` for a commit whose runs do not record it): ``source`` or, for its ``runs/``, the
     pipeline dir above."""
     for folder in (source, source.parent) if source.name == RUNS else (source,):
-        path = folder / PLATFORM
-        if path.is_file() and not path.is_symlink():
-            if path.stat().st_size > PLATFORM_BYTES:
-                raise ConfigError(f"{path}: larger than {PLATFORM_BYTES} bytes; not a platform description")
-            try:
-                return check_platform(json.loads(path.read_text()), str(path))
-            except ValueError:
-                raise ConfigError(f"{path}: not JSON") from None
+        if (folder / PLATFORM).exists() or (folder / PLATFORM).is_symlink():
+            return check_platform(read_json(folder, PLATFORM, PLATFORM_BYTES), str(folder / PLATFORM))
     return None
 
 
@@ -259,28 +257,38 @@ def _is_plain_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
 
 
-def make_record(run: RunDir, encoder_hashes: dict[Path, str], platform: Mapping[str, Any] | None = None) -> Record:
-    """The record of the finished run ``run`` (nothing written): its files in memory; a record itself (one with
-    ``record.json``) is read and copied as it is, its encoder taken from its store where that has it.
+def make_record(
+    run: RunDir, encoder_hashes: dict[Path, str], roots: Sequence[Path], platform: Mapping[str, Any] | None = None
+) -> Record:
+    """The record of the finished run ``run`` (nothing written), read untrusted: its config without interpolations
+    (none is resolved), its name a bare name, its files regular files read through :mod:`rlzoo.confined`, its
+    figures finite, its encoder a folder inside ``roots``. A record itself (one with ``record.json``) is read and
+    copied as it is.
 
     :param encoder_hashes: the encoder folders the records use, with their content hashes (a cache, filled here).
+    :param roots: the folders its encoder may lie in.
     :param platform: the platform the run ran on, where its own ``provenance.json`` names none.
     """
     if (run.path / RECORD).is_file():
-        return _copied_record(run.path, encoder_hashes)
+        return copied_record(run.path, encoder_hashes)
     config = run.read_config()
-    values = OmegaConf.to_container(config, resolve=True)
+    refuse_interpolations(config, run.config)
+    values = OmegaConf.to_container(config, resolve=False)
     assert isinstance(values, dict)
-    name = record_name(str(config.srl_model.name), int(config.seed))
+    representation, seed = OmegaConf.select(config, "srl_model.name"), config.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise Refused(f"{run.config}: seed={seed!r}; an integer seed is allowed")
+    name = record_name(str(bare_name(representation, f"{run.config}: srl_model.name")), seed)
     values["run_dir"] = name
-    encoder = _encoder_of(config, encoder_hashes)
+    encoder = _encoder_of(config, encoder_hashes, roots, run.config)
     if encoder is not None:  # the encoder's machine path, wherever the config repeats it, becomes its store name
-        folder = _encoder_folder(config)
-        values = _renamed(values, str(folder), f"{ENCODERS}/{encoder['folder']}")
-    metrics = run.read_metrics()
-    provenance = json.loads(run.provenance.read_text()) if run.provenance.is_file() else {}
+        values = _renamed(values, str(_encoder_folder(config)), f"{ENCODERS}/{encoder['folder']}")
+    metrics = read_json(run.path, METRICS, finite=True)
+    if not isinstance(metrics, dict):
+        raise Refused(f"{run.metrics} does not hold a mapping of metrics")
+    provenance = read_json(run.path, PROVENANCE) if run.provenance.is_file() else {}
     info = {
-        "format": FORMAT, "representation": str(config.srl_model.name), "seed": int(config.seed),
+        "format": FORMAT, "representation": representation, "seed": seed,
         "commit": str(provenance.get("commit", "unknown")), "cpu_seconds": float(metrics.get("time/cpu_seconds", 0.0)),
         "wall_seconds": float(metrics.get("time/total_seconds", 0.0)), "encoder": encoder,
     }  # fmt: skip
@@ -288,16 +296,24 @@ def make_record(run: RunDir, encoder_hashes: dict[Path, str], platform: Mapping[
     if recorded:
         info["platform"] = check_platform(recorded, str(run.provenance))
     files = {CONFIG: OmegaConf.to_yaml(OmegaConf.create(values)).encode(), RECORD: _json(info)}
-    files |= {kept: (run.path / kept).read_bytes() for kept in KEPT if (run.path / kept).is_file()}
+    files |= {kept: read_bytes(run.path, kept, CSV_CAP) for kept in KEPT if (run.path / kept).is_file()}
     for log in run.monitor_files():
-        files[f"monitor/{log.name}{GZIP_SUFFIX}"] = gzip.compress(log.read_bytes(), mtime=0)
+        data = read_bytes(run.monitor_dir, log.name, CSV_CAP)
+        files[f"monitor/{log.name}{GZIP_SUFFIX}"] = gzip.compress(data, mtime=0)
     return Record(run.path, OmegaConf.create(values), info, files)
 
 
-def _copied_record(folder: Path, encoder_hashes: dict[Path, str]) -> Record:
-    """A stored record, in memory; its store's copy of its encoder must hold the weights the record names."""
+def copied_record(folder: Path, encoder_hashes: dict[Path, str]) -> Record:
+    """A stored record, in memory (its own files only: config, record, scores, gzipped monitor files); its store's
+    copy of its encoder, where that has one, must hold the weights the record names."""
     record = read_record(folder)
-    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    names = [CONFIG, RECORD, *KEPT]
+    files = {name: read_bytes(folder, name, CSV_CAP) for name in names if (folder / name).is_file()}
+    if METRICS in files:
+        parse_json(files[METRICS], folder / METRICS, finite=True)
+    monitor = folder / "monitor"
+    for log in sorted(monitor.glob(f"*{GZIP_SUFFIX}")) if monitor.is_dir() else []:
+        files[f"monitor/{log.name}"] = read_bytes(monitor, log.name, CSV_CAP)
     encoder = record.info.get("encoder")
     stored = folder.parent.parent / ENCODERS / encoder["folder"] if encoder is not None else None
     if stored is not None and stored.is_dir():
@@ -335,10 +351,21 @@ def _encoder_folder(config: DictConfig) -> Path | None:
     return folder if folder.is_dir() else folder.parent
 
 
-def _encoder_of(config: DictConfig, hashes: dict[Path, str]) -> dict[str, str] | None:
+def _encoder_of(
+    config: DictConfig, hashes: dict[Path, str], roots: Sequence[Path], source: Path
+) -> dict[str, str] | None:
+    """The encoder a run used (its folder's name and content hash); the folder must lie in one of ``roots``."""
     folder = _encoder_folder(config)
     if folder is None:
         return None
+    bare_name(folder.name, f"{source}: srl_model.checkpoint's folder")
+    resolved = folder.resolve()
+    if folder.is_symlink() or not any(resolved.is_relative_to(root.resolve()) for root in roots):
+        where = ", ".join(str(root) for root in roots)
+        raise Refused(
+            f"{source}: srl_model.checkpoint={str(folder)!r} lies outside {where}; a run's encoder is merged from "
+            "the folders given (or the folder holding them)"
+        )
     if folder not in hashes:
         hashes[folder] = encoder_content_hash(folder)
     return {"folder": folder.name, "content_hash": hashes[folder]}
@@ -348,93 +375,3 @@ def store_records(store: Path) -> list[Record]:
     """Every record of ``store`` (``<store>/runs/*``), read and checked."""
     runs = store / RUNS
     return [read_record(p) for p in sorted(runs.iterdir()) if p.is_dir()] if runs.is_dir() else []
-
-
-def candidates(sources: Sequence[Path], log: Callable[[str], None] = print) -> list[RunDir]:
-    """The finished RL runs (and records) under ``sources``: a pipeline dir's datasets and encoders are not runs,
-    and a run that was resumed is left out, saying so (its randomness restarted at the resume, so it is not the run an
-    uninterrupted one gives, and a rerun could not reproduce it)."""
-    found = []
-    for source in sources:
-        for run in find_runs(source):
-            if (run.path / RECORD).is_file():
-                found.append(run)
-            elif _is_rl_run(run) and run.resumes():
-                log(f"rlzoo.records: left out {run.path}: it was resumed, so it is not the uninterrupted run")
-            elif _is_rl_run(run):
-                found.append(run)
-    return found
-
-
-def _is_rl_run(run: RunDir) -> bool:
-    try:
-        config = read_yaml(run.config)
-    except ConfigError:
-        return False
-    return run.is_finished() and "algo" in config and "srl_model" in config
-
-
-def merge_into_store(sources: Sequence[Path], store: Path, log: Callable[[str], None] = print) -> list[Path]:
-    """Add the finished runs and records under ``sources`` to ``store`` (made if missing) with their encoders; a
-    record already there with the same scores is skipped. Everything is checked first: a refusal writes nothing."""
-    stored = store_records(store)
-    by_name = {r.name: r for r in stored}
-    hashes: dict[Path, str] = {}
-    new: list[Record] = []
-    for source in sources:
-        platform = platform_of_source(source)
-        for run in candidates([source], log):
-            record = make_record(run, hashes, platform)
-            same = by_name.get(record.name)
-            if same is not None and same.scores() == record.scores():
-                continue  # this very run is stored already
-            new.append(record)
-    check_records([*stored, *new])
-    encoders = {folder.name: folder for folder in hashes}
-    _check_stored_encoders(store, encoders, hashes)
-    written = [_write_record(store / RUNS, record) for record in new]
-    for name, folder in encoders.items():
-        _store_encoder(folder, store / ENCODERS / name, hashes[folder])
-    log(f"rlzoo.records: {len(written)} new record(s) in {store}, {len(stored)} there already")
-    return written
-
-
-def _check_stored_encoders(store: Path, encoders: dict[str, Path], hashes: dict[Path, str]) -> None:
-    for name, folder in encoders.items():
-        kept = store / ENCODERS / name / "content_hash"
-        if kept.is_file() and kept.read_text().strip() != hashes[folder]:
-            raise ConfigError(
-                f"encoder {name}: content hash {hashes[folder][:12]} differs from the store's "
-                f"{kept.read_text().strip()[:12]}; the store keeps one encoder per name"
-            )
-
-
-def _write_record(runs: Path, record: Record) -> Path:
-    """Write ``record`` as ``runs/<name>/``, whole or not at all."""
-    runs.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{record.name}.", dir=runs))
-    try:
-        for relative, data in record.files.items():
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        for path in (staging, *staging.rglob("*")):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        os.replace(staging, runs / record.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return runs / record.name
-
-
-def _store_encoder(source: Path, target: Path, content_hash: str) -> None:
-    """Copy an encoder's files (no dataset) into the store, with its content hash; machine paths become names."""
-    if (target / "content_hash").is_file():
-        return
-    target.mkdir(parents=True, exist_ok=True)
-    for name in ENCODER_FILES:
-        if (source / name).is_file():
-            data = (source / name).read_bytes()
-            if name in ("encoder.json", "config.yaml"):
-                data = data.replace(str(source.parent.parent).encode(), b"<pipeline dir>")
-            (target / name).write_bytes(data)
-    (target / "content_hash").write_text(content_hash + "\n")

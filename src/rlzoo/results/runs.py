@@ -11,7 +11,6 @@ one representation does not split that representation's runs from the others'.
 from __future__ import annotations
 
 import csv
-import gzip
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -23,8 +22,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.any_env.options import observation_label
+from rlzoo.confined import JSON_CAP, read_text, stream_lines
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import GZIP_SUFFIX, RunDir
+from rlzoo.rundir import ERROR, RunDir
 from rlzoo.untrusted import refuse_interpolations
 
 # Config keys that do not make runs different experiments (prefixes end with a dot).
@@ -179,14 +179,14 @@ def read_monitor(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Returns and lengths of the complete rows of an SB3 Monitor CSV, plain or gzipped (``.gz``: a result record's);
     a row being written is skipped."""
     returns, lengths = [], []
-    with gzip.open(path, "rt", newline="") if path.suffix == GZIP_SUFFIX else path.open(newline="") as stream:
-        for row in csv.reader(line for line in stream if not line.startswith("#")):
-            try:
-                ret, length = float(row[0]), int(row[1])
-            except (ValueError, IndexError):
-                continue  # the "r,l,t" header, or a half-written last line
-            returns.append(ret)
-            lengths.append(length)
+    lines = stream_lines(path.parent, path.name)
+    for row in csv.reader(line for line in lines if not line.startswith("#")):
+        try:
+            ret, length = float(row[0]), int(row[1])
+        except (ValueError, IndexError):
+            continue  # the "r,l,t" header, or a half-written last line
+        returns.append(ret)
+        lengths.append(length)
     return np.asarray(returns, dtype=float), np.asarray(lengths, dtype=np.int64)
 
 
@@ -207,8 +207,8 @@ def monitor_episodes(files: Sequence[Path], n_envs: int) -> tuple[np.ndarray, np
 
 def returns100_points(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(frame, mean) of every complete row of ``returns100.csv``."""
-    with path.open(newline="") as stream:
-        rows = [row for row in csv.DictReader(stream) if row.get("mean") not in (None, "")]
+    lines = stream_lines(path.parent, path.name)
+    rows = [row for row in csv.DictReader(lines) if row.get("mean") not in (None, "")]
     return np.array([int(r["frame"]) for r in rows], dtype=np.int64), np.array([float(r["mean"]) for r in rows])
 
 
@@ -238,7 +238,7 @@ def failure(run: RunResult) -> str:
     """The last line of a failed run's ``error.txt`` (empty for a run that did not fail)."""
     if not run.failed:
         return ""
-    lines = RunDir(run.path).error.read_text().strip().splitlines()
+    lines = read_text(Path(run.path), ERROR, JSON_CAP).strip().splitlines()
     return lines[-1] if lines else "?"
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 import sys
@@ -55,7 +54,7 @@ def _job_row(folder: Path) -> JobRow:
     run = RunDir(folder)
     overrides_file = folder / OVERRIDES
     overrides: list[Any] = list(OmegaConf.load(overrides_file)) if overrides_file.is_file() else []
-    metrics: dict[str, Any] = json.loads(run.metrics.read_text()) if run.is_finished() else {}
+    metrics: dict[str, Any] = run.read_metrics() if run.is_finished() else {}
     error = error_line(run.error.read_text()) if run.error.is_file() and not metrics else ""
     finished_status = "resumed" if run.resumes() else "done"
     status = finished_status if metrics else ("failed" if error else "unfinished")

@@ -13,6 +13,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from rlzoo.agents.loaded_agent import TestAgent
+from rlzoo.confined import output_folder
 from rlzoo.rundir import RunDir
 from rlzoo.single_agent.learning import CallbackFactory, SingleAgentLearning, build_single_agent
 from rlzoo.training.budget import progress_of
@@ -117,7 +118,7 @@ def _figures(loaded: LoadedRun, episodes: list[Episode], request: ReplayRequest)
         return []
     from rlzoo.playback.plots import plot_actions, plot_trajectories  # matplotlib: imported where figures are drawn
 
-    request.out.mkdir(exist_ok=True)
+    output_folder(request.out)
     stem, files = f"{loaded.label}{request.suffix}", []
     if TRAJECTORY in request.plots:
         files.append(plot_trajectories(episodes, title(loaded), request.out / f"{stem}_trajectory.png"))

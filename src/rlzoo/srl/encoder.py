@@ -28,6 +28,7 @@ import torch
 from stable_baselines3.common.utils import get_device
 from torch import nn
 
+from rlzoo.confined import load_npz, read_json, read_weights
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.precision import resolve_precision, set_precision
@@ -111,7 +112,7 @@ class CNNFormat(EncoderFormat):
     def load(folder: Path, metadata: dict[str, Any]) -> nn.Module:
         height, width, _ = metadata["image_shape"]
         module = ImageEncoder(height, width, int(metadata["state_dim"]), **metadata["network"])
-        module.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
+        module.load_state_dict(torch.load(read_weights(folder, WEIGHTS), map_location="cpu", weights_only=True))
         return module
 
 
@@ -129,8 +130,8 @@ class PCAFormat(EncoderFormat):
     @staticmethod
     def load(folder: Path, metadata: dict[str, Any]) -> nn.Module:
         height, width, _ = metadata["image_shape"]
-        with np.load(folder / PCA, allow_pickle=False) as arrays:
-            return PCAEncoder(arrays["mean"], arrays["components"], (height, width, 3))
+        arrays = load_npz(folder, PCA)
+        return PCAEncoder(arrays["mean"], arrays["components"], (height, width, 3))
 
 
 def encoder_format(name: Any) -> type[EncoderFormat]:
@@ -160,7 +161,10 @@ def encoder_folder(checkpoint: str | Path) -> Path:
 
 
 def read_metadata(folder: Path) -> dict[str, Any]:
-    return dict(json.loads((folder / METADATA).read_text()))
+    values = read_json(folder, METADATA)
+    if not isinstance(values, dict):
+        raise ConfigError(f"{folder / METADATA} does not hold a mapping")
+    return values
 
 
 def load_encoder(checkpoint: str | Path, device: str | torch.device = "cpu", precision: str = "fp32") -> Encoder:

@@ -16,7 +16,6 @@ before it (:func:`chunks_problem`); a chunk whose arrays do not fit the buffer i
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
 from rlzoo.approximation.replay_buffers import PrioritizedReplayBuffer
+from rlzoo.confined import load_npz, read_json
 from rlzoo.errors import Refused
 from rlzoo.files import atomic_path
 from rlzoo.rundir import REPLAY, RUN_STATE
@@ -144,7 +144,7 @@ def manifests(folder: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:
-        state = json.loads(path.read_text())
+        state = read_json(folder, RUN_STATE)
     except (OSError, ValueError) as error:
         raise Refused(f"{path} is not JSON: {error}") from None
     state = state if isinstance(state, dict) else {}
@@ -190,8 +190,9 @@ def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any], 
     for chunk in found["chunks"]:
         path = run_path / REPLAY / key / chunk["file"]
         try:
-            with np.load(path, allow_pickle=False) as saved:
-                _put_rows(buffer, fields, {key: saved[key] for key in saved.files}, path)
+            _put_rows(buffer, fields, load_npz(path.parent, path.name), path)
+        except Refused:
+            raise
         except (OSError, ValueError, EOFError, KeyError) as error:
             raise Refused(f"replay chunk {path} cannot be read ({error})") from None
     buffer.pos, buffer.full = found["pos"], bool(found.get("full", False))

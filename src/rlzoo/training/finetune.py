@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
-from rlzoo.training.safe_load import describe_saved_space, weights_error
+from rlzoo.training.safe_load import describe_saved_space, saved_data, weights_error
 from rlzoo.training.shared_config import shared_config
 
 if TYPE_CHECKING:
@@ -128,8 +128,7 @@ def find_init_point(value: str, values: dict[str, Any], algo_class: type) -> Ini
 def _saved_spaces(model: Path) -> tuple[str, str]:
     """The observation and action spaces stored in an SB3 ``model.zip``, described from the plain JSON of its
     ``data`` entry (its pickles are not read)."""
-    with zipfile.ZipFile(model) as archive:
-        data = json.loads(archive.read("data").decode())
+    data = saved_data(model)
     return describe_saved_space(data["observation_space"]), describe_saved_space(data["action_space"])
 
 

@@ -26,6 +26,7 @@ from rlzoo.srl.augment import merge_policy_kwargs
 from rlzoo.srl.representation import Representation, pin_representation
 from rlzoo.training.budget import check_budget
 from rlzoo.training.finetune import InitPoint, find_init_point
+from rlzoo.training.memory import check_memory
 from rlzoo.training.policy_kwargs import check_policy_kwargs
 from rlzoo.training.resume import ResumePoint, find_resume_point, resume_config, training_seed
 from rlzoo.training.settings import RunSettings
@@ -95,6 +96,7 @@ class Prologue:
         hardware = Hardware.from_config(values["hardware"])
         check_budget(settings, overrides)
         factory = check_policy_kwargs(build_algorithm_factory(OmegaConf.create(values["algo"])))
+        check_memory(factory.name, factory.kwargs)
         return cls(values, settings, hardware, factory, log_plan(values["logger"], settings.verbose))
 
     def finish(self, run_dir_state: bool) -> tuple[DictConfig, ResumePoint | None]:

@@ -10,7 +10,6 @@ for the one before it.
 
 from __future__ import annotations
 
-import json
 import logging
 import shlex
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.confined import read_json
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, RunDirFinished, load_obs_norm
 from rlzoo.training.buffer_chunks import chunks_problem
@@ -161,7 +161,9 @@ def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        state = json.loads(path.read_text())
+        state = read_json(path.parent, path.name)
+    except Refused:
+        raise
     except (OSError, ValueError) as error:
         raise Refused(f"{path} is not JSON: {error}") from None
     if not isinstance(state, dict):

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from rlzoo.confined import load_npz, read_json
 from rlzoo.errors import Refused
 from rlzoo.files import atomic_path
 from rlzoo.rundir import RUN_STATE, RUN_STATE_ARRAYS
@@ -77,11 +78,11 @@ class Snapshot:
         if not path.is_file():
             return None
         try:
-            values = json.loads(path.read_text())
-            check_sizes(folder / RUN_STATE_ARRAYS)
-            with np.load(folder / RUN_STATE_ARRAYS, allow_pickle=False) as saved:
-                arrays = {key: saved[key] for key in saved.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:  # a pickled array, a truncated file ...
+            values = read_json(folder, RUN_STATE)
+            arrays = load_npz(folder, RUN_STATE_ARRAYS)
+        except Refused:
+            raise
+        except (OSError, ValueError, EOFError) as error:  # a pickled array, a truncated file ...
             raise Refused(f"{path.parent}: the run state cannot be read ({error})") from None
         if not isinstance(values, dict):
             raise Refused(f"{path}: not a mapping of run state")

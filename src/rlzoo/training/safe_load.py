@@ -21,7 +21,6 @@ zip without an rlzoo config, an SBX run saved before ``model.msgpack`` existed, 
 from __future__ import annotations
 
 import inspect
-import json
 import pickle
 import warnings
 import zipfile
@@ -37,6 +36,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlzoo.algos.factory import AlgorithmFactory
 from rlzoo.config import user_config_dir
+from rlzoo.confined import JSON_CAP, check_zip, check_zip_member, memory_budget, open_regular, parse_json
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.jax_weights import JAX_WEIGHTS, is_jax_model, load_jax_weights
 from rlzoo.untrusted import TRUST_HINT, check_import, check_links, check_origin
@@ -138,8 +138,10 @@ def saved_data(path: Path, what: str = "an SB3 model") -> dict[str, Any]:
     :raise ConfigError: not a zip (truncated, foreign) or no ``data`` entry.
     """
     try:
-        with zipfile.ZipFile(path) as archive:
-            data = json.loads(archive.read("data").decode())
+        with open_regular(path.parent, path.name, memory_budget()) as stream, zipfile.ZipFile(stream) as archive:
+            check_zip(archive, path)
+            check_zip_member(archive.getinfo("data"), path, JSON_CAP)
+            data = parse_json(archive.read("data"), f"{path}: data")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
         raise ConfigError(f"{path} cannot be loaded as {what}: {first_line(error)}") from None
     if not isinstance(data, dict):
