@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from omegaconf import OmegaConf
 
+from rlzoo.float_path import FLOAT_PATH
 from rlzoo.pipeline.rerun import compare_records
-from rlzoo.provenance import platform_facts
+from rlzoo.provenance import platform_difference, platform_facts
 from rlzoo.results.records import Record
 
 EPISODES = [[("230.0", "100"), ("231.0", "100"), ("232.0", "100")], [("240.0", "100"), ("241.0", "100")]]
@@ -88,3 +93,24 @@ def test_a_record_that_names_no_platform_is_judged_by_the_range() -> None:
     outcome = compare_records(stored, diverged(HERE, 236.0), seeds(stored))
     assert not outcome.failed
     assert "on another platform (the record names no platform)" in outcome.line
+
+
+def test_a_platform_recorded_before_the_float_path_was_kept_is_the_native_path() -> None:
+    older = {k: v for k, v in HERE.items() if k not in ("float_path", "mkl_cbwr", "onednn_max_cpu_isa")}
+    assert platform_difference(older, {**HERE, "float_path": "native"}) == []
+    assert platform_difference(older, {**HERE, "float_path": "avx2"}) == ["float_path native → avx2"]
+
+
+@pytest.mark.parametrize(("path", "capability"), [("avx2", "AVX2"), ("native", None)])
+def test_the_float_path_caps_the_kernels_torch_dispatches(path: str, capability: str | None) -> None:
+    script = "import rlzoo, torch; print(torch.backends.cpu.get_cpu_capability())"
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, FLOAT_PATH: path},
+                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert done.stdout.strip() == (capability or platform_facts()["cpu_capability"])
+
+
+def test_an_unknown_float_path_is_one_line() -> None:
+    done = subprocess.run([sys.executable, "-c", "import rlzoo"], env={**os.environ, FLOAT_PATH: "avx9"},
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip() == "rlzoo: RLZOO_FLOAT_PATH='avx9' is not a float path; allowed: native, avx2"

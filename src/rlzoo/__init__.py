@@ -4,9 +4,14 @@ Importing rlzoo registers its Gymnasium environments (``rlzoo/MobileRobot-v0`` .
 (``preset``, ``run_experiment``, ``load_agent``, ``State``, ``StateArray``) is imported on first use.
 """
 
+import os
 from typing import Any
 
-import rlzoo.envs  # noqa: F401  (registers the rlzoo/ env ids)
+from rlzoo.float_path import pin_float_path
+
+pin_float_path(os.environ)  # before anything imports torch: RLZOO_FLOAT_PATH's kernel caps
+
+import rlzoo.envs  # noqa: E402, F401  (registers the rlzoo/ env ids)
 
 __version__ = "0.1.0"
 

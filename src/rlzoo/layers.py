@@ -6,7 +6,7 @@ layer   name                modules
 ======  ==================  ===========================================================================================
 0       ground floor        errors, files, confined, schema, kwargs_check, hardware, precision, gc_tuning, config,
                             model_files, rundir, cli, layers, jax_weights, provenance, registry, untrusted, overrides,
-                            progress_lines, stateful (no rlzoo imports but each other)
+                            progress_lines, stateful, float_path (no rlzoo imports but each other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.overrides",
             "rlzoo.progress_lines",
             "rlzoo.stateful",
+            "rlzoo.float_path",
         ),
     ),
     ("envs", (PACKAGE, "rlzoo.envs")),

@@ -1,7 +1,7 @@
-"""Where a result came from (ground floor: no rlzoo imports): the source commit of the running rlzoo, the command
-that started it, the platform it computed on (CPU, the kernels torch dispatches, library versions, threads) and the
-CPU seconds of this process, which a run records beside its metrics (``provenance.json``, ``time/cpu_seconds``).
-torch and the other libraries are imported only when the platform is asked for."""
+"""Where a result came from (ground floor: no rlzoo imports but :mod:`rlzoo.float_path`): the source commit of the
+running rlzoo, the command that started it, the platform it computed on (CPU, the kernels torch dispatches, library
+versions, threads) and the CPU seconds of this process, which a run records beside its metrics (``provenance.json``,
+``time/cpu_seconds``). torch and the other libraries are imported only when the platform is asked for."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from rlzoo.float_path import float_path_facts
 
 SOURCE = Path(__file__).resolve().parent
 UNKNOWN = "unknown"
@@ -45,7 +47,17 @@ def cpu_seconds() -> float:
 NOT_RECORDED = "not recorded"
 # What must agree for two runs of one config to be promised equal to the last digit (docs/results.md).
 SAME_PLATFORM_KEYS = ("cpu_vendor", "cpu_model", "cpu_family_model", "cpu_capability", "python", "torch", "numpy",
-                      "stable_baselines3", "gymnasium", "blas", "onednn")  # fmt: skip
+                      "stable_baselines3", "gymnasium", "blas", "onednn", "float_path", "mkl_cbwr",
+                      "onednn_max_cpu_isa")  # fmt: skip
+
+
+# What a platform recorded before a fact was kept had in force.
+FACT_DEFAULTS = {
+    "float_path": "native",
+    "aten_cpu_capability": "unset",
+    "mkl_cbwr": "unset",
+    "onednn_max_cpu_isa": "unset",
+}
 
 
 def command_line() -> str:
@@ -104,6 +116,7 @@ def platform_facts() -> dict[str, Any]:
         "gymnasium": gymnasium.__version__,
         "blas": blas if mkl == NOT_RECORDED else f"{blas} {mkl}",
         "onednn": _library_version(config, r"MKL-DNN (v[\w.]+)"),
+        **float_path_facts(os.environ),
     }
 
 
@@ -119,10 +132,12 @@ def platform_difference(first: Mapping[str, Any] | None, second: Mapping[str, An
     which names no platform where either is missing."""
     if not first or not second:
         return ["the record names no platform" if not first else "the rerun names no platform"]
+
+    def fact(facts: Mapping[str, Any], key: str) -> Any:
+        return facts.get(key, FACT_DEFAULTS.get(key, NOT_RECORDED))
+
     return [
-        f"{key} {first.get(key, NOT_RECORDED)} → {second.get(key, NOT_RECORDED)}"
-        for key in SAME_PLATFORM_KEYS
-        if first.get(key, NOT_RECORDED) != second.get(key, NOT_RECORDED)
+        f"{k} {fact(first, k)} → {fact(second, k)}" for k in SAME_PLATFORM_KEYS if fact(first, k) != fact(second, k)
     ]
 
 
