@@ -34,6 +34,7 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     changed. A run dir holding an unfinished run with the same config resumes it; ``resume=<run dir>`` continues that
     run with its saved config (``overrides``, the command line's, must agree with it).
     """
+    import rlzoo.kinds  # noqa: F401  (in a sweep's worker, which runs this function without importing this module)
     from rlzoo.training.run import run
 
     release_previous_run()
