@@ -21,7 +21,7 @@ from rlzoo.results.records import (
     ENCODERS,
     METRICS,
     Record,
-    flat_values,
+    config_differences,
     make_record,
     record_name,
     store_records,
@@ -118,20 +118,10 @@ def differences(stored: Record, new: Record) -> list[str]:
     return found
 
 
-def config_differences(stored: Record, new: Record) -> list[str]:
-    """The config keys whose values differ (a key one commit has and the other lacks shows as absent)."""
-    old, now = flat_values(stored.config), flat_values(new.config)
-    keys = sorted(set(old) | set(now))
-    return [
-        f"{k} ({old.get(k, '<absent>')} → {now.get(k, '<absent>')})"
-        for k in keys
-        if repr(old.get(k, "<absent>")) != repr(now.get(k, "<absent>"))
-    ]
-
-
 def compare_records(stored: Record, new: Record, seeds: Sequence[Record] = ()) -> Outcome:
     """The verdict of the rerun ``new`` of ``stored`` (:func:`rlzoo.results.reproduction.judge`); ``seeds``: the
     stored records of its representation, whose range a rerun on another platform is judged by."""
-    found, configs = differences(stored, new), config_differences(stored, new)
+    found = differences(stored, new)
+    configs = [f"{key} ({old} → {now})" for key, old, now in config_differences(stored, new)]
     config = f"; its config differs in {', '.join(configs)}" if configs else ""
     return judge(stored, new, seeds or [stored], found, config)

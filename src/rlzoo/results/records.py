@@ -141,6 +141,17 @@ def flat_values(config: DictConfig) -> dict[str, Any]:
     return {key: value for key, value in leaves(config, resolve=False).items() if not _is_free(key)}
 
 
+ABSENT = "<absent>"
+
+
+def config_differences(one: Record, two: Record) -> list[tuple[str, Any, Any]]:
+    """(key, value in ``one``, value in ``two``) of every config key the two records set differently, in key order
+    (the free keys left out; a key one lacks reads :data:`ABSENT`)."""
+    a, b = flat_values(one.config), flat_values(two.config)
+    pairs = [(key, a.get(key, ABSENT), b.get(key, ABSENT)) for key in sorted(set(a) | set(b))]
+    return [(key, first, second) for key, first, second in pairs if repr(first) != repr(second)]
+
+
 def check_records(records: Sequence[Record]) -> None:
     """Refuse, in one line naming the difference, records that cannot form one table: one (representation, seed)
     twice, configs of one representation that differ in anything but the seed (and machine paths), or two encoders
@@ -165,13 +176,13 @@ def _check_same_run_settings(one: Record, two: Record) -> None:
             f"{one.representation}: two encoders (content hashes {str(one.encoder_hash)[:12]} in {one.path} and "
             f"{str(two.encoder_hash)[:12]} in {two.path}); the records of one representation share its encoder"
         )
-    a, b = flat_values(one.config), flat_values(two.config)
-    for key in sorted(set(a) | set(b)):
-        if repr(a.get(key, "<absent>")) != repr(b.get(key, "<absent>")):
-            raise ConfigError(
-                f"{one.representation}: {key} is {a.get(key, '<absent>')!r} in {one.path} but "
-                f"{b.get(key, '<absent>')!r} in {two.path}; records of one table differ in the seed only"
-            )
+    differing = config_differences(one, two)
+    if differing:
+        key, first, second = differing[0]
+        raise ConfigError(
+            f"{one.representation}: {key} is {first!r} in {one.path} but {second!r} in {two.path}; records of one "
+            "table differ in the seed only"
+        )
 
 
 def read_record(folder: Path) -> Record:

@@ -23,7 +23,7 @@ from rlzoo.results.records import (
     RUNS,
     Record,
     check_records,
-    flat_values,
+    config_differences,
     make_record,
     platform_of_source,
     store_records,
@@ -84,13 +84,13 @@ def new_records(
 
 
 def _check_same_config(stored: Record, new: Record) -> None:
-    a, b = flat_values(stored.config), flat_values(new.config)
-    for key in sorted(set(a) | set(b)):
-        if repr(a.get(key, "<absent>")) != repr(b.get(key, "<absent>")):
-            raise ConfigError(
-                f"{new.path}: the scores of stored {stored.name} but {key}={b.get(key, '<absent>')!r}, not the "
-                f"stored {a.get(key, '<absent>')!r}; a stored run keeps its config (remove one of them)"
-            )
+    differing = config_differences(stored, new)
+    if differing:
+        key, kept, given = differing[0]
+        raise ConfigError(
+            f"{new.path}: the scores of stored {stored.name} but {key}={given!r}, not the stored {kept!r}; a stored "
+            "run keeps its config (remove one of them)"
+        )
 
 
 def merge_into_store(sources: Sequence[Path], store: Path, log: Callable[[str], None] = print) -> list[Path]:
