@@ -25,6 +25,7 @@ import stat
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -39,21 +40,45 @@ ROW_CAP = 10_000_000  # rows of one CSV
 PICKLE_CAP = 16 * MiB  # the ``data.pkl`` of a ``.pth`` (tensor index; the tensors are separate members)
 ZIP_RATIO = 200  # a compressed member may expand to this many times its size (+ 1 MiB): deflate bombs reach ~1,000
 MEMORY_ENV = "RLZOO_MEMORY_BUDGET_GB"
+MEMORY_KEY = "memory_budget_gb"  # the run key of train, enjoy, report and the pipeline (the caller's, never a file's)
 DEFAULT_MEMORY_GB = 16.0
 NAME = re.compile(r"^[A-Za-z0-9_.=+,@-]{1,200}$")
+RAISE_BUDGET = f"raise the memory budget on your command line ({MEMORY_KEY}=<GiB>, or ${MEMORY_ENV})"
+_CHOSEN_GB: ContextVar[float | None] = ContextVar("rlzoo_memory_budget_gb", default=None)
+
+
+def _gib(value: object, what: str) -> float:
+    """``value`` as a positive, finite number of GiB; one line naming ``what`` otherwise."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or number <= 0:
+        raise Refused(f"{what}={value!r}: a positive number of GiB is allowed (e.g. {MEMORY_KEY}=32)")
+    return number
 
 
 def memory_budget() -> int:
-    """Bytes one load or one config may ask for: ``$RLZOO_MEMORY_BUDGET_GB`` (the user's command line, never a
-    shared file), else 16 GiB."""
+    """Bytes one load or one config may ask for: the caller's ``memory_budget_gb`` (:func:`memory_budget_of`, from
+    the command line), else ``$RLZOO_MEMORY_BUDGET_GB``, else 16 GiB; never a shared file's."""
+    chosen = _CHOSEN_GB.get()
+    if chosen is not None:
+        return int(chosen * GiB)
     text = os.environ.get(MEMORY_ENV, "")
+    return int((_gib(text, MEMORY_ENV) if text else DEFAULT_MEMORY_GB) * GiB)
+
+
+@contextmanager
+def memory_budget_of(gib: object) -> Iterator[None]:
+    """Within the block (this thread and context), the memory budget is ``gib`` GiB; None: unchanged."""
+    if gib is None:
+        yield
+        return
+    token = _CHOSEN_GB.set(_gib(gib, MEMORY_KEY))
     try:
-        value = float(text) if text else DEFAULT_MEMORY_GB
-    except ValueError:
-        raise Refused(f"{MEMORY_ENV}={text!r} is not a number of GiB (e.g. {MEMORY_ENV}=32)") from None
-    if not math.isfinite(value) or value <= 0:
-        raise Refused(f"{MEMORY_ENV}={text!r}: a positive number of GiB is allowed")
-    return int(value * GiB)
+        yield
+    finally:
+        _CHOSEN_GB.reset(token)
 
 
 def bare_name(name: object, what: str) -> str:
@@ -123,6 +148,28 @@ def open_regular(folder: Path, name: str | PurePosixPath, cap: int) -> Iterator[
         yield stream
 
 
+def open_plain(path: Path, mode: str) -> io.TextIOWrapper:
+    """``path`` (a log of a run dir that a resumed run goes on writing) opened as text for appending (``"a"``,
+    created when missing) or reading and writing (``"r+"``) without following a link; a FIFO, device or folder there
+    is refused in one line (no open that waits)."""
+    flags = {"a": os.O_WRONLY | os.O_APPEND | os.O_CREAT, "r+": os.O_RDWR}[mode]
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as error:
+        kinds = {errno.ELOOP: "a symlink", errno.ENXIO: "a FIFO", errno.EISDIR: "a folder"}  # ENXIO: no reader
+        if error.errno in kinds:
+            raise Refused(f"{path} is {kinds[error.errno]}; rlzoo keeps a plain file there") from None
+        raise
+    mode_bits = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode_bits):
+        os.close(fd)
+        raise Refused(f"{path} is {_kind(mode_bits)}; rlzoo keeps a plain file there")
+    os.set_blocking(fd, True)
+    stream = os.fdopen(fd, mode, encoding="utf-8")
+    assert isinstance(stream, io.TextIOWrapper)  # a text mode
+    return stream
+
+
 def read_bytes(folder: Path, name: str | PurePosixPath, cap: int = JSON_CAP) -> bytes:
     """The bytes of ``folder/name`` (see :func:`open_regular`)."""
     with open_regular(folder, name, cap) as stream:
@@ -181,7 +228,7 @@ def check_zip_member(info: zipfile.ZipInfo, where: object, cap: int, ratio: int 
     if info.file_size > limit:
         raise Refused(
             f"{where}: member {info.filename!r} expands to {info.file_size} bytes from {info.compress_size}; at most "
-            f"{limit} are read (cap {cap}, ratio {ratio}); set {MEMORY_ENV} for larger trusted files"
+            f"{limit} are read (cap {cap}, ratio {ratio}); for a larger file you trust, {RAISE_BUDGET}"
         )
 
 
@@ -197,7 +244,7 @@ def check_zip(archive: zipfile.ZipFile, where: object, cap: int | None = None) -
             with archive.open(info) as member:
                 _check_pth(io.BytesIO(member.read()), f"{where}:{info.filename}", budget)
     if total > budget:
-        raise Refused(f"{where}: its members expand to {total} bytes; the memory budget is {budget} ({MEMORY_ENV})")
+        raise Refused(f"{where}: its members expand to {total} bytes; the memory budget is {budget}; {RAISE_BUDGET}")
 
 
 def _check_pth(data: IO[bytes], where: str, budget: int) -> None:
@@ -226,7 +273,9 @@ def load_npz(folder: Path, name: str | PurePosixPath, cap: int | None = None) ->
                     with archive.open(info) as member:
                         total += _npy_size(member, info, path)
                     if total > budget:
-                        raise Refused(f"{path}: its arrays hold over {budget} bytes (the memory budget, {MEMORY_ENV})")
+                        raise Refused(
+                            f"{path}: its arrays hold over {budget} bytes (the memory budget); {RAISE_BUDGET}"
+                        )
                 for info in archive.infolist():
                     with archive.open(info) as member:
                         arrays[info.filename.removesuffix(".npy")] = np.lib.format.read_array(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlzoo.confined import memory_budget, read_bytes
 from rlzoo.files import atomic_path
 
 JAX_WEIGHTS = "model.msgpack"
@@ -39,14 +40,16 @@ def save_jax_weights(folder: Path, model: object) -> None:
 
 
 def load_jax_weights(path: Path, model: Any) -> None:
-    """Restore ``model``'s train states from ``path`` (see :func:`save_jax_weights`); the model's shapes decide.
+    """Restore ``model``'s train states from ``path`` (see :func:`save_jax_weights`); the model's shapes decide. The
+    file is read through the confined layer (a regular file, no link, within the memory budget) before flax sees it.
 
-    :raise ValueError: a file that does not hold ``model``'s states.
+    :raise ValueError: a file that does not hold ``model``'s states (:class:`~rlzoo.errors.Refused`: one refused).
     """
     from flax import serialization
 
+    data = read_bytes(path.parent, path.name, memory_budget())
     states = train_states(model)
-    restored = serialization.from_bytes(states, path.read_bytes())
+    restored = serialization.from_bytes(states, data)
     for name, state in restored.items():
         owner, attribute = (model.policy, name.split(".", 1)[1]) if name.startswith("policy.") else (model, name)
         setattr(owner, attribute, state)

@@ -9,6 +9,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ from stable_baselines3.common.logger import (
     make_output_format,
 )
 
+from rlzoo.confined import open_plain
 from rlzoo.errors import ConfigError
 from rlzoo.loggers.wandb_state import WandbState, init_kwargs, lost, service_errors, set_aside
 from rlzoo.rundir import RunDir
@@ -95,10 +97,10 @@ class AppendingCSVOutputFormat(CSVOutputFormat):
     and the uninterrupted one write the same header."""
 
     def __init__(self, filename: str) -> None:
-        if not os.path.isfile(filename) or os.path.getsize(filename) == 0:
+        if not os.path.lexists(filename):
             super().__init__(filename)
             return
-        self.file = open(filename, "r+")  # noqa: SIM115  (closed by close(), as in SB3)
+        self.file = open_plain(Path(filename), "r+")  # closed by close(), as in SB3; never a link or a FIFO
         self.keys = [key for key in self.file.readline().rstrip("\n").split(",") if key]
         self.separator = ","
         self.quotechar = '"'

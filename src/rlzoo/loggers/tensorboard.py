@@ -22,6 +22,7 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
 
+from rlzoo.confined import memory_budget, read_bytes
 from rlzoo.files import atomic_path
 
 FLUSH_SECONDS = 10  # how late a TensorBoard watching a training run may be
@@ -76,7 +77,7 @@ def cut_event_files(folder: Path, last_step: int | None) -> None:
         if last_step is None:
             path.unlink()
             continue
-        data = path.read_bytes()
+        data = read_bytes(folder, path.name, memory_budget())  # a resumed run dir's file: plain, no link, capped
         records = list(_records(data))
         kept = [record for record, step in records if step <= last_step]
         if sum(map(len, kept)) != len(data):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import secrets
 import string
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from rlzoo.confined import CSV_CAP, open_plain, read_bytes, read_json, write_bytes
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_write_text
 from rlzoo.rundir import RunDir
@@ -57,14 +59,14 @@ class WandbState:
         """The run dir's W&B run; a run dir without one gets a new id, written at once (a kill during
         ``wandb.init`` still leaves it)."""
         path = run.wandb_state
-        if not path.is_file():
+        if not os.path.lexists(path):
             state = cls(run, "".join(secrets.choice(ID_ALPHABET) for _ in range(8)), offline=offline)  # as W&B's
             state.save()
             return state
+        data = read_json(path.parent, path.name)  # a shared run dir's file: plain, no link, capped
         try:
-            data = json.loads(path.read_text())
             found, step = str(data["id"]), int(data.get("step", -1))
-        except (ValueError, KeyError, TypeError) as error:
+        except (KeyError, TypeError, ValueError) as error:
             raise ConfigError(f"{path} is not rlzoo's W&B record ({error}); remove it to start a new W&B run") from None
         if not RUN_ID.fullmatch(found):
             raise ConfigError(f"{path}: id={found!r} is not a W&B run id (letters, digits, _ and -, at most 64)")
@@ -97,9 +99,9 @@ class WandbState:
         """The points of the run dir's copy, checked (a shared run dir's file: one line when it is not rlzoo's); a
         last line cut short by a kill is not a point."""
         path = self.run.wandb_history
-        if not path.is_file():
+        if not os.path.lexists(path):
             return []
-        lines = path.read_bytes().split(b"\n")[:-1]
+        lines = read_bytes(path.parent, path.name, CSV_CAP).split(b"\n")[:-1]
         return [_point(path, number, line) for number, line in enumerate(lines, 1)]
 
     def continue_offline(self, wandb_run: Any) -> None:
@@ -122,12 +124,12 @@ class WandbState:
 
 
 def _open_for_append(path: Path) -> IO[str]:
-    """``path`` opened to append lines, a last line cut short by a kill removed first."""
-    if path.is_file():
-        data = path.read_bytes()
+    """``path`` opened to append lines (never through a link), a last line cut short by a kill removed first."""
+    if os.path.lexists(path):
+        data = read_bytes(path.parent, path.name, CSV_CAP)
         if data and not data.endswith(b"\n"):
-            path.write_bytes(data[: data.rfind(b"\n") + 1])
-    return path.open("a", encoding="utf-8")
+            write_bytes(path.parent, path.name, data[: data.rfind(b"\n") + 1])
+    return open_plain(path, "a")
 
 
 def _point(path: Path, number: int, line: bytes) -> Point:

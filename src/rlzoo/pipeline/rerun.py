@@ -7,10 +7,13 @@ range or not)."""
 from __future__ import annotations
 
 import difflib
+import os
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from rlzoo.confined import bare_name, output_folder, read_bytes, write_bytes
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.command import plan_pipeline, run_pipeline
 from rlzoo.pipeline.spec import pipeline_spec
@@ -18,6 +21,7 @@ from rlzoo.pipeline.store_overrides import store_overrides
 from rlzoo.provenance import source_commit
 from rlzoo.reporting.store_table import STORE_FILE, read_store_info
 from rlzoo.results.records import (
+    ENCODER_FILES,
     ENCODERS,
     METRICS,
     Record,
@@ -27,8 +31,10 @@ from rlzoo.results.records import (
     store_records,
 )
 from rlzoo.results.reproduction import Outcome, differing_scores, episodes_by_env, file_of, judge, metrics_of
+from rlzoo.results.store_merge import CONTENT_HASH
 from rlzoo.rundir import RETURNS100, SAMPLED_TEST_RETURNS, TEST_RETURNS, RunDir
 
+ENCODER_CAP = 1 << 30  # one file of a stored encoder (its weights), as a merge copies it
 OWN_KEYS = ("pipeline.dir", "pipeline.report", "pipeline.sweep.")  # set by the rerun itself
 
 
@@ -91,16 +97,33 @@ def copy_stored_encoders(
 ) -> list[str]:
     """Copy the store's encoders (``names``, or all of them) into a pipeline dir's encoder cache ``cache``
     (``<pipeline dir>/encoders``), each only where the cache lacks a folder of its name, so that the pipeline trains
-    none of them again; return the names copied."""
+    none of them again; return the names copied. The store's files are read through the confined layer (bare names,
+    plain files, no link below the store) and each folder is written whole or not at all."""
     copied = []
-    for name in names if names is not None else sorted(p.name for p in (store / ENCODERS).glob("*") if p.is_dir()):
-        source, target = store / ENCODERS / name, cache / name
-        if (source / "content_hash").is_file() and not target.exists():
-            cache.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(source, target)
-            copied.append(name)
-            log(f"rlzoo.records: encoder {name} from the store")
+    for name in names if names is not None else _stored_encoders(store):
+        source = PurePosixPath(ENCODERS, bare_name(name, "a stored encoder's folder"))
+        target = cache / name
+        if not os.path.lexists(store / source / CONTENT_HASH) or os.path.lexists(target):
+            continue
+        kept = [f for f in (*ENCODER_FILES, CONTENT_HASH) if os.path.lexists(store / source / f)]
+        files = {f: read_bytes(store, source / f, ENCODER_CAP) for f in kept}
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=output_folder(cache)))
+        try:
+            for file, data in files.items():
+                write_bytes(staging, file, data)
+            staging.chmod(0o755)
+            os.replace(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        copied.append(name)
+        log(f"rlzoo.records: encoder {name} from the store")
     return copied
+
+
+def _stored_encoders(store: Path) -> list[str]:
+    """The encoder folders of a store (plain folders; a link there is read, and refused, by name)."""
+    folder = store / ENCODERS
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() or p.is_symlink()) if folder.is_dir() else []
 
 
 def differences(stored: Record, new: Record) -> list[str]:

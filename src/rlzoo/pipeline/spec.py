@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,10 +25,12 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.config import CONFIG_DIR
+from rlzoo.confined import YAML_CAP, read_text
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.pipeline.slurm import slurm_parameters
 from rlzoo.results.verdicts import check_confidence
+from rlzoo.untrusted import read_yaml
 
 PIPELINE_CONFIG = "pipeline"
 IDENTITY = "experiment.yaml"
@@ -111,8 +114,8 @@ class PipelineSpec:
     def check_dir(self) -> None:
         """Refuse a pipeline dir that holds another experiment's cache, or other files (nothing is written)."""
         record = self.dir / IDENTITY
-        if record.is_file():
-            ours, theirs = self.identity(), OmegaConf.to_container(OmegaConf.load(record))
+        if os.path.lexists(record):  # a received pipeline dir's file: plain YAML, no link, capped
+            ours, theirs = self.identity(), OmegaConf.to_container(read_yaml(record), resolve=False)
             assert isinstance(theirs, dict)
             if theirs.get("experiment_files") == content_key(self.experiment_files()):
                 ours["experiment_files"] = theirs["experiment_files"]  # an older record: the files' text
@@ -132,7 +135,7 @@ class PipelineSpec:
         record's form) is rewritten with their content, so that a comment changed later keeps the cache."""
         self.check_dir()
         record, text = self.dir / IDENTITY, OmegaConf.to_yaml(OmegaConf.create(self.identity()))
-        if not record.is_file() or record.read_text() != text:
+        if not record.is_file() or read_text(self.dir, IDENTITY, YAML_CAP) != text:
             self.dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(record, text)
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlzoo.confined import CSV_CAP, parse_json, read_bytes, stream_lines
 from rlzoo.provenance import platform_difference
 from rlzoo.results.records import METRICS, Record
 
@@ -42,12 +43,11 @@ def file_of(record: Record, name: str) -> bytes:
     """The bytes of ``name`` in ``record`` (in memory, or in its folder); empty where it has none."""
     if record.files:
         return record.files.get(name, b"")
-    path = record.path / name
-    return path.read_bytes() if path.is_file() else b""
+    return read_bytes(record.path, name, CSV_CAP) if os.path.lexists(record.path / name) else b""
 
 
 def metrics_of(record: Record) -> dict[str, Any]:
-    values = json.loads(file_of(record, METRICS) or b"{}")
+    values = parse_json(file_of(record, METRICS) or b"{}", record.path / METRICS)
     return values if isinstance(values, dict) else {}
 
 
@@ -69,11 +69,18 @@ def episodes_by_env(record: Record) -> dict[str, list[tuple[str, str]]]:
     time left out."""
     found: dict[str, list[tuple[str, str]]] = {}
     for name in _monitor_names(record):
-        text = gzip.decompress(file_of(record, name)).decode()
-        lines = [line for line in text.splitlines() if not line.startswith("#")]
+        lines = [line for line in _monitor_lines(record, name) if not line.startswith("#")]
         rows = csv.reader(io.StringIO("\n".join(lines[1:])))
         found[name[len(MONITOR_PREFIX) :].split(".")[0]] = [(row[0], row[1]) for row in rows if len(row) >= 2]
     return found
+
+
+def _monitor_lines(record: Record, name: str) -> list[str]:
+    """The lines of a monitor file of ``record``: a stored one streamed through the confined layer (capped after
+    decompression), a new one from memory."""
+    if record.files:
+        return gzip.decompress(record.files.get(name, b"")).decode().splitlines()
+    return [line.rstrip("\r\n") for line in stream_lines(record.path, name)]
 
 
 def first_differing_episode(stored: Record, new: Record) -> str | None:

@@ -11,8 +11,8 @@ see :func:`rlzoo.results.comparison.seed_scores`); with one env the stratified b
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +24,10 @@ import numpy as np
 if TYPE_CHECKING:
     from rlzoo.results.runs import Group
 
+from rlzoo.errors import Refused
 from rlzoo.results import verdicts
 from rlzoo.results.scores import SCORES, TRAIN, Score, metric_scores, verdict_scores
+from rlzoo.rundir import RunDir
 
 
 class Row(Protocol):
@@ -104,17 +106,27 @@ def score_values(row: Row) -> dict[str, tuple[float, ...]]:
     chosen = metric_scores()
     by_seed: dict[str, dict[int, list[float]]] = {score.name: defaultdict(list) for score in chosen}
     for run in row.group.scored_runs:
-        metrics = Path(run.path) / "metrics.json"
-        if run.seed in row.seeds and metrics.is_file():
-            values = json.loads(metrics.read_text())
+        found = RunDir(Path(run.path))
+        if run.seed in row.seeds and os.path.lexists(found.metrics):
+            values = found.read_metrics()  # through the confined layer: a plain file, capped, a mapping
             for score in chosen:
-                value = values.get(score.key)
-                if value is not None and not math.isnan(float(value)):
-                    by_seed[score.name][run.seed].append(float(value))
+                key = str(score.key)  # a metric score has its key
+                value = _figure(found.metrics, key, values.get(key))
+                if value is not None and not math.isnan(value):
+                    by_seed[score.name][run.seed].append(value)
     result = {TRAIN.name: tuple(row.scores)}
     for name, seeds in by_seed.items():
         result[name] = tuple(float(np.mean(seeds[seed])) for seed in sorted(seeds))
     return {name: result[name] for name in SCORES if name in result}
+
+
+def _figure(path: Path, key: str, value: Any) -> float | None:
+    """A metric of ``path`` as a number (None: absent); one line when it is something else."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Refused(f"{path}: {key}={str(value)[:80]!r} is not a number; a run's metrics are numbers")
+    return float(value)
 
 
 def _baseline_of(row: Row, rows: Sequence[Row], baseline: str | None) -> Row | None:

@@ -15,19 +15,22 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 import sys
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from rlzoo.errors import error_line
+from rlzoo.confined import JSON_CAP, YAML_CAP, read_text
+from rlzoo.errors import Refused, error_line
 from rlzoo.files import atomic_write_text, locked
 from rlzoo.rundir import RunDir, record_failure
 
@@ -51,11 +54,15 @@ class JobRow:
 
 
 def _job_row(folder: Path) -> JobRow:
+    """One job's row, its files read through the confined layer (a sweep dir may be a received pipeline's ``runs/``):
+    a file refused there makes the job ``failed`` with the refusal as its error."""
     run = RunDir(folder)
-    overrides_file = folder / OVERRIDES
-    overrides: list[Any] = list(OmegaConf.load(overrides_file)) if overrides_file.is_file() else []
-    metrics: dict[str, Any] = run.read_metrics() if run.is_finished() else {}
-    error = error_line(run.error.read_text()) if run.error.is_file() and not metrics else ""
+    try:
+        overrides = _overrides(folder)
+        metrics: dict[str, Any] = run.read_metrics() if run.is_finished() else {}
+        error = error_line(read_text(folder, run.error.name, JSON_CAP)) if run.error.is_file() and not metrics else ""
+    except Refused as refused:
+        overrides, metrics, error = [], {}, str(refused)
     finished_status = "resumed" if run.resumes() else "done"
     status = finished_status if metrics else ("failed" if error else "unfinished")
     return JobRow(
@@ -68,6 +75,19 @@ def _job_row(folder: Path) -> JobRow:
         run_dir=str(folder),
         error=error,
     )
+
+
+def _overrides(folder: Path) -> list[Any]:
+    """The job's ``.hydra/overrides.yaml``: a list of override strings (empty where it has none)."""
+    if not os.path.lexists(folder / OVERRIDES):
+        return []
+    try:
+        values = yaml.safe_load(read_text(folder, OVERRIDES.as_posix(), YAML_CAP))
+    except yaml.YAMLError:
+        values = None
+    if not isinstance(values, list):
+        raise Refused(f"{folder / OVERRIDES} is not a list of overrides as Hydra writes it")
+    return values
 
 
 def sweep_rows(sweep_dir: Path) -> list[JobRow]:

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.errors import ConfigError
+from rlzoo.confined import load_npz, read_json
+from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_write_text
 
 ARRAYS = "dataset.npz"
@@ -100,15 +101,19 @@ def save_dataset(folder: Path, arrays: dict[str, np.ndarray], metadata: dict[str
 
 
 def load_dataset(path: str | Path) -> Dataset:
-    """Load a dataset from its folder (or its ``dataset.npz`` / ``dataset.json``)."""
+    """Load a dataset from its folder (or its ``dataset.npz`` / ``dataset.json``), as data: both files read through
+    the confined layer (plain files, no links; each array's header checked before it is built, within the memory
+    budget), the arrays it needs checked present."""
     folder = dataset_folder(path)
     if not (folder / ARRAYS).is_file():
         raise ConfigError(f"dataset={path}: {ARRAYS} is missing beside {METADATA}")
-    metadata = json.loads((folder / METADATA).read_text())
-    with np.load(folder / ARRAYS, allow_pickle=False) as arrays:
-        values = {name: arrays[name] for name in arrays.files}
+    metadata = read_json(folder, METADATA)
+    values = load_npz(folder, ARRAYS)
+    missing = [name for name in REQUIRED if name not in values]
+    if not isinstance(metadata, dict) or missing:
+        raise Refused(f"dataset={path}: not a dataset as rlzoo.collect writes it (missing: {missing or METADATA})")
     return Dataset(
-        path=folder.resolve(),
+        path=folder,
         images=values["images"],
         actions=values["actions"],
         rewards=values["rewards"],
@@ -131,10 +136,10 @@ def newest(
     best: tuple[float, Path] | None = None
     for path in _markers(marker, search_dirs):
         try:
-            content = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            content = read_json(path.parent, path.name)
+        except (OSError, ValueError):  # unreadable, not JSON, or refused (a link, a FIFO): not a complete folder
             continue
-        if accept(content):
+        if isinstance(content, dict) and accept(content):
             created = float(content.get("created", path.stat().st_mtime))
             if best is None or created > best[0]:
                 best = (created, path.parent)

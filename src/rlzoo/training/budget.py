@@ -23,6 +23,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
+from rlzoo.confined import stream_lines
 from rlzoo.errors import ConfigError
 from rlzoo.progress_lines import Mode, ProgressLines, progress_mode
 from rlzoo.training.settings import RunSettings
@@ -223,9 +224,9 @@ def iterations_done(model: BaseAlgorithm) -> int:
 def episodes_logged(monitor_files: Sequence[Path]) -> int:
     """Training episodes already in a run's monitor files (a resumed run's, cut back to its checkpoint)."""
     total = 0
-    for path in monitor_files:
-        with path.open("rb") as stream:
-            total += max(sum(1 for line in stream if line.endswith(b"\n")) - 2, 0)  # a JSON and a CSV header line
+    for path in monitor_files:  # through the confined layer: plain files, no link, capped
+        lines = stream_lines(path.parent, path.name)
+        total += max(sum(1 for line in lines if line.endswith("\n")) - 2, 0)  # a JSON and a CSV header line
     return total
 
 

@@ -14,6 +14,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
+from rlzoo.confined import open_plain
 from rlzoo.rundir import RETURNS100_HEADER, RunDir
 from rlzoo.training.budget import RunClock
 from rlzoo.training.requeue import RequeueSignal
@@ -37,7 +38,7 @@ class Returns100Writer:
     def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
-        self._stream = self.path.open("a")
+        self._stream = open_plain(self.path, "a")  # a resumed run dir's log: never through a link or into a FIFO
         if new:
             self._stream.write(RETURNS100_HEADER + "\n")
             self._stream.flush()

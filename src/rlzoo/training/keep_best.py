@@ -9,6 +9,7 @@ into the best-model folder. Every evaluation is a row of the evaluations CSV and
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TextIO
 
@@ -18,6 +19,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
+from rlzoo.confined import open_plain, stream_lines
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import MODEL, OBS_NORM, RunDir, load_obs_norm, save_model
 from rlzoo.training.build import load_model
@@ -83,7 +85,7 @@ class KeepBest(BaseCallback):
             self.best_return, self.best_steps = best, steps
         new = not self.evaluations.is_file() or self.evaluations.stat().st_size == 0
         self.evaluations.parent.mkdir(parents=True, exist_ok=True)
-        self._stream = self.evaluations.open("a")
+        self._stream = open_plain(self.evaluations, "a")
         if new:
             self._stream.write(EVALUATIONS_HEADER + "\n")
             self._stream.flush()
@@ -138,13 +140,20 @@ def previous_best(evaluations: Path) -> float:
 
 def previous_best_row(evaluations: Path) -> tuple[float, int | None]:
     """The best mean return in an evaluations CSV and the steps of its first evaluation (-inf, None: none)."""
-    if not evaluations.is_file():
+    if not os.path.lexists(evaluations):
         return -np.inf, None
-    rows = [line.split(",") for line in evaluations.read_text().splitlines()[1:] if line.count(",") == 5]
+    lines = stream_lines(evaluations.parent, evaluations.name)  # a resumed run dir's log: plain, capped
+    rows = [line.rstrip("\n").split(",") for line in lines[1:] if line.count(",") == 5]
     best, steps = -np.inf, None
     for row in rows:
-        if float(row[1]) > best:
-            best, steps = float(row[1]), int(float(row[0]))
+        try:
+            value, at = float(row[1]), int(float(row[0]))
+        except ValueError:
+            raise ConfigError(
+                f"{evaluations}: {','.join(row)[:80]!r} is not an evaluation row as rlzoo writes them"
+            ) from None
+        if value > best:
+            best, steps = value, at
     return best, steps
 
 

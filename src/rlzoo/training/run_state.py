@@ -18,9 +18,7 @@ SB3's private members are read and written here and nowhere else in ``training/`
 from __future__ import annotations
 
 import json
-import math
 import random
-import zipfile
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -87,20 +85,6 @@ class Snapshot:
         if not isinstance(values, dict):
             raise Refused(f"{path}: not a mapping of run state")
         return cls(values, arrays)
-
-
-def check_sizes(path: Path) -> None:
-    """Check every array of the ``.npz`` file ``path`` (as ``np.savez`` writes them) against the bytes its member
-    holds, before any is read: a header that declares more data than is there (numpy would allocate it first) or
-    object arrays are refused (``ValueError``)."""
-    with zipfile.ZipFile(path) as archive:
-        for info in archive.infolist():
-            with archive.open(info) as stream:
-                major, _ = np.lib.format.read_magic(stream)
-                header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-                shape, _, dtype = header(stream)
-            if dtype.hasobject or math.prod(shape) * dtype.itemsize > info.file_size:
-                raise ValueError(f"{info.filename} declares {shape} of {dtype}, more than its {info.file_size} bytes")
 
 
 def capture_plain(snapshot: Snapshot, prefix: str, obj: Any, names: tuple[str, ...] = ()) -> None:
