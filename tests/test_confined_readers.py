@@ -153,9 +153,7 @@ MESSAGES = {"symlink": r"is a symlink; a shared folder holds plain files only", 
 
 @pytest.mark.parametrize("kind", sorted(MESSAGES))
 @pytest.mark.parametrize("reader", sorted(READERS))
-def test_each_reader_refuses_a_symlink_and_an_oversize_file_in_one_line(
-    tmp_path: Path, reader: str, kind: str
-) -> None:
+def test_each_reader_refuses_a_symlink_and_an_oversize_file_in_one_line(tmp_path: Path, reader: str, kind: str) -> None:
     call = READERS[reader](tmp_path, kind)
     outside = {path: path.read_bytes() for path in tmp_path.rglob("outside-*")}
     with confined.memory_budget_of(TINY_GIB), pytest.raises(ConfigError) as error:
@@ -188,7 +186,7 @@ def test_a_log_a_resumed_run_appends_to_is_never_a_fifo_or_a_link(tmp_path: Path
         "wandb_history.jsonl": lambda: WandbState(RunDir(run), "abc").continue_offline(None),
         "progress.csv": lambda: AppendingCSVOutputFormat(str(run / name)),
     }
-    with pytest.raises(Refused, match=f"is a (FIFO|symlink)") as error:
+    with pytest.raises(Refused, match=r"is a (FIFO|symlink)") as error:
         opens[name]()
     assert "\n" not in str(error.value) and outside.read_text() == "kept\n"
 
@@ -202,16 +200,17 @@ def test_the_budget_is_the_callers_and_scoped() -> None:
             assert confined.memory_budget() == 2 * confined.GiB
     assert confined.memory_budget() == default
     for bad in (0, -1, "lots", float("nan"), True):
-        with pytest.raises(Refused, match=r"memory_budget_gb=.*: a positive number of GiB is allowed"):
-            with confined.memory_budget_of(bad):
-                pass
+        refused = pytest.raises(Refused, match=r"memory_budget_gb=.*: a positive number of GiB is allowed")
+        with refused, confined.memory_budget_of(bad):
+            pass
 
 
 def test_a_dataset_reads_as_before(tmp_path: Path) -> None:
     from rlzoo.srl.dataset import load_dataset, save_dataset
 
-    arrays = {"images": np.zeros((3, 4, 4, 3), np.uint8), "actions": np.arange(3), "rewards": np.ones(3, np.float32),
-              "episode_starts": np.array([True, False, False]), "ground_truth": np.zeros((3, 2), np.float32)}  # fmt: skip
+    arrays = {"images": np.zeros((3, 4, 4, 3), np.uint8), "actions": np.arange(3),
+              "rewards": np.ones(3, np.float32), "episode_starts": np.array([True, False, False]),
+              "ground_truth": np.zeros((3, 2), np.float32)}  # fmt: skip
     save_dataset(tmp_path / "d", arrays, {"env_id": "x", "ground_truth_names": ["x", "y"]})
     loaded = load_dataset(tmp_path / "d")
     assert len(loaded) == 3 and loaded.target_positions is None and loaded.n_episodes == 1

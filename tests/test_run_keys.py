@@ -30,7 +30,7 @@ SET_TO: dict[str, Any] = {
     "test_episodes": 2, "test_envs": 2, "deterministic_test": False, "sampled_test": True, "max_test_steps": 50,
     "test_steps": 500,
     "progress_bar": True, "verbose": 0, "resume": "elsewhere", "init_from": "elsewhere", "run_dir": "elsewhere",
-    "trusted": True, "checkpoint_buffer": False,
+    "trusted": True, "checkpoint_buffer": False, "memory_budget_gb": 32,
 }  # fmt: skip
 KINDS: dict[str, tuple[RunKind, list[str]]] = {
     "single-agent": (SingleAgent(), ["algo=ppo", "env=CartPole"]),

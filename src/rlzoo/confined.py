@@ -47,7 +47,7 @@ RAISE_BUDGET = f"raise the memory budget on your command line ({MEMORY_KEY}=<GiB
 _CHOSEN_GB: ContextVar[float | None] = ContextVar("rlzoo_memory_budget_gb", default=None)
 
 
-def _gib(value: object, what: str) -> float:
+def budget_gib(value: object, what: str = MEMORY_KEY) -> float:
     """``value`` as a positive, finite number of GiB; one line naming ``what`` otherwise."""
     try:
         number = float(value) if not isinstance(value, bool) else math.nan  # type: ignore[arg-type]
@@ -65,7 +65,7 @@ def memory_budget() -> int:
     if chosen is not None:
         return int(chosen * GiB)
     text = os.environ.get(MEMORY_ENV, "")
-    return int((_gib(text, MEMORY_ENV) if text else DEFAULT_MEMORY_GB) * GiB)
+    return int((budget_gib(text, MEMORY_ENV) if text else DEFAULT_MEMORY_GB) * GiB)
 
 
 @contextmanager
@@ -74,7 +74,7 @@ def memory_budget_of(gib: object) -> Iterator[None]:
     if gib is None:
         yield
         return
-    token = _CHOSEN_GB.set(_gib(gib, MEMORY_KEY))
+    token = _CHOSEN_GB.set(budget_gib(gib))
     try:
         yield
     finally:

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
-from rlzoo.confined import output_folder
+from rlzoo.confined import MEMORY_KEY, budget_gib, memory_budget_of, output_folder
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
@@ -62,6 +62,7 @@ class EnjoySettings:
     watch_interval: float = 10.0
     trusted: bool = False
     allow: tuple[str, ...] = ()
+    memory_budget_gb: float | None = None  # the caller's (command line), never the run's
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> EnjoySettings:
@@ -80,6 +81,8 @@ class EnjoySettings:
         values["allow"] = tuple(allow)
         if "plot" in values:
             values["plot"] = _names("plot", values["plot"], PLOTS)
+        if values.get(MEMORY_KEY) is not None:
+            values[MEMORY_KEY] = budget_gib(values[MEMORY_KEY])
         settings = parse(cls, values)  # type: ignore[arg-type]
         if settings.watch_interval <= 0:
             raise _fail("watch_interval", settings.watch_interval, "a number of seconds > 0")
@@ -119,8 +122,9 @@ def replay_request(settings: EnjoySettings, run: RunDir) -> ReplayRequest:
 def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay:
     """Replay ``settings.n_episodes`` episodes of one model of the run, as its kind replays
     (:func:`rlzoo.training.kind.kind_of_run`); print and write the results."""
-    kind, run = kind_of_run(settings.run)
-    replayed = kind.replay(run, replay_request(settings, run))
+    with memory_budget_of(settings.memory_budget_gb):  # the caller's budget, never the run's
+        kind, run = kind_of_run(settings.run)
+        replayed = kind.replay(run, replay_request(settings, run))
     log(f"rlzoo.enjoy: {replayed.summary}")
     stem = file_stem(replayed.label, settings)
     out = run.enjoy_dir
@@ -170,10 +174,11 @@ def main(cfg: DictConfig) -> None:
     torch.set_num_threads(1)
     settings = EnjoySettings.from_config(cfg)
     try:
-        if settings.watch:
-            watch(settings)
-        else:
-            enjoy(settings)
+        with memory_budget_of(settings.memory_budget_gb):
+            if settings.watch:
+                watch(settings)
+            else:
+                enjoy(settings)
     except KeyboardInterrupt:
         print("rlzoo.enjoy: stopped")
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import rlzoo.multiagent
 import rlzoo.single_agent
+from rlzoo.confined import memory_budget_of
 from rlzoo.training.kind import kind_of_run
 
 __all__ = ["load_agent"]
@@ -25,6 +26,7 @@ def load_agent(
     *,
     trusted: bool = False,
     allow: Sequence[str] = (),
+    memory_budget_gb: float | None = None,
 ) -> Any:
     """The test agent of a run dir (a training run, a checkpoint or a saved preset), loaded on the CPU by the run's
     kind (:func:`rlzoo.training.kind.kind_of_run`): a :class:`~rlzoo.agents.loaded_agent.TestAgent` for a
@@ -37,7 +39,9 @@ def load_agent(
     :param trusted: the run comes from someone you trust: load it with SB3's own ``load`` (which unpickles) and any
         ``_target_``. By default nothing in the run dir is run (:mod:`rlzoo.training.safe_load`).
     :param allow: module names whose ``_target_`` entries you trust (your own algorithm module).
+    :param memory_budget_gb: the most GiB one file of the run may hold (None: ``$RLZOO_MEMORY_BUDGET_GB``, else 16).
     :raise ConfigError: not a run dir, no such model, or code outside the allowlist in an untrusted run.
     """
     kind, run = kind_of_run(run_dir)
-    return kind.load(run, checkpoint, deterministic=deterministic, trusted=trusted, allow=allow)
+    with memory_budget_of(memory_budget_gb):
+        return kind.load(run, checkpoint, deterministic=deterministic, trusted=trusted, allow=allow)

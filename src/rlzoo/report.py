@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
+from rlzoo.confined import MEMORY_KEY, budget_gib, memory_budget_of
 from rlzoo.errors import ConfigError
 from rlzoo.plot import PlotSettings
 from rlzoo.reporting.page import write_report
@@ -28,6 +29,7 @@ class ReportSettings:
     plot: PlotSettings
     videos: bool
     trusted: bool = False
+    memory_budget_gb: float | None = None
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> ReportSettings:
@@ -37,7 +39,9 @@ class ReportSettings:
         for key, value in (("videos", videos), ("trusted", trusted)):
             if not isinstance(value, bool):
                 raise ConfigError(f"{key}={value!r} must be true or false")
-        return cls(PlotSettings.from_config(OmegaConf.create(values)), videos, trusted)
+        budget = values.pop(MEMORY_KEY, None)
+        budget = None if budget is None else budget_gib(budget)
+        return cls(PlotSettings.from_config(OmegaConf.create(values)), videos, trusted, budget)
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="report", version_base="1.3")
@@ -48,6 +52,12 @@ def main(cfg: DictConfig) -> None:
     settings = ReportSettings.from_config(cfg)
     plot = settings.plot
     out = None if plot.out is None else Path(plot.out)
+    with memory_budget_of(settings.memory_budget_gb):
+        _write(settings, out)
+
+
+def _write(settings: ReportSettings, out: Path | None) -> None:
+    plot = settings.plot
     write_report(
         plot.dir,
         out,

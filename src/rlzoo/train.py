@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from rlzoo.cli import discard_output_dir, one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
+from rlzoo.confined import MEMORY_KEY, memory_budget_of
 from rlzoo.gc_tuning import release_previous_run
 from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
 from rlzoo.training.kind import resolve_kind
@@ -32,13 +33,16 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
 
     Every input is checked before the run dir is written to; ``metrics.json`` is written last. ``cfg`` is not
     changed. A run dir holding an unfinished run with the same config resumes it; ``resume=<run dir>`` continues that
-    run with its saved config (``overrides``, the command line's, must agree with it).
+    run with its saved config (``overrides``, the command line's, must agree with it). The memory budget is ``cfg``'s
+    ``memory_budget_gb`` (the caller's, never a resumed run's: it is no key a resume compares).
     """
     import rlzoo.kinds  # noqa: F401  (in a sweep's worker, which runs this function without importing this module)
     from rlzoo.training.run import run
 
     release_previous_run()
-    return run(resolve_kind(cfg), cfg, overrides)
+    compared = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != MEMORY_KEY]
+    with memory_budget_of(cfg.get(MEMORY_KEY)):
+        return run(resolve_kind(cfg), cfg, compared)
 
 
 def console_figures(metrics: dict[str, float]) -> str:

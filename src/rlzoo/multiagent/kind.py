@@ -42,7 +42,7 @@ from rlzoo.training.safe_load import restore_weights
 
 HONOURED = frozenset(
     {"run_dir", "seed", "total_timesteps", "total_episodes", "max_train_seconds", "checkpoint_freq", "test_episodes",
-     "deterministic_test", "verbose", "resume", "trusted", "checkpoint_buffer"}
+     "deterministic_test", "verbose", "resume", "trusted", "checkpoint_buffer", "memory_budget_gb"}
 )  # fmt: skip
 ONE_ENV = "they step one PettingZoo env"
 NO_KEEP_BEST = "they have no keep-best evaluation"

@@ -27,6 +27,7 @@ from omegaconf import DictConfig
 
 from rlzoo.cli import one_line_errors
 from rlzoo.config import CONFIG_DIR
+from rlzoo.confined import MEMORY_KEY, memory_budget_of
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.pipeline.inflight import launcher_lock
 from rlzoo.pipeline.launch import Job, all_jobs, check_runs_use_encoders, job_statuses, representation_key, run_sweep
@@ -223,7 +224,8 @@ def main(cfg: DictConfig) -> None:
     """Hydra entrypoint: the command line's overrides describe the pipeline (see :func:`pipeline_spec`)."""
     hydra_cfg = HydraConfig.get()
     overrides = [*hydra_cfg.overrides.task, *(o for o in hydra_cfg.overrides.hydra if o.startswith("hydra.launcher"))]
-    statuses = run_pipeline(pipeline_spec(list(overrides)))
+    with memory_budget_of(cfg.get(MEMORY_KEY)):  # its own reads; its runs get the key as an override
+        statuses = run_pipeline(pipeline_spec(list(overrides)))
     failed = statuses.get("failed", []) + statuses.get("unfinished", [])
     if failed:
         raise SystemExit(

@@ -37,7 +37,7 @@ IDENTITY = "experiment.yaml"
 # Axes the job names start with, in this order; other axes follow.
 NAMED_AXES = ("env", "srl_model", "seed")
 # Overrides that do not change results: where and how jobs run, what they log (left out of the cache identity).
-NOT_IDENTITY = ("hardware", "logger", "hydra", "verbose", "progress_bar")
+NOT_IDENTITY = ("hardware", "logger", "hydra", "verbose", "progress_bar", "memory_budget_gb")
 STEP_FREE_KEYS = ("progress_bar", "n_workers", "device", "torch_threads")  # of collect and srl.train, likewise
 
 

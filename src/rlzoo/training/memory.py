@@ -1,7 +1,7 @@
 """The memory a config asks for, bounded before anything is built: a replay buffer's rows and a network's weights
 estimated from the algorithm's keywords alone (a lower bound: one float32 per observation value and at least one
-value per observation), refused in one line above the memory budget (:func:`rlzoo.confined.memory_budget`,
-``RLZOO_MEMORY_BUDGET_GB`` on the command line, never from a config)."""
+value per observation), refused in one line above the memory budget (:func:`rlzoo.confined.memory_budget`: the run
+key ``memory_budget_gb`` or ``$RLZOO_MEMORY_BUDGET_GB`` on the command line, never from a config)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from rlzoo.confined import MEMORY_ENV, memory_budget
+from rlzoo.confined import RAISE_BUDGET, memory_budget
 from rlzoo.errors import ConfigError
 
 FLOAT = 4  # bytes of a float32
@@ -58,6 +58,6 @@ def check_memory(algo: str, kwargs: Mapping[str, Any]) -> None:
     ):
         if needed > budget:
             raise ConfigError(
-                f"{algo}: {key} needs at least {needed / 2**30:.1f} GiB, over the memory budget of "
-                f"{budget / 2**30:.1f} GiB; lower it, or raise the budget on the command line ({MEMORY_ENV}=<GiB>)"
+                f"{algo}: {key} needs at least {needed / 2**30:.3g} GiB, over the memory budget of "
+                f"{budget / 2**30:.3g} GiB; lower it, or {RAISE_BUDGET}"
             )

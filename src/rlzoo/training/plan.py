@@ -18,6 +18,7 @@ from rlzoo.algos.factory import AlgorithmFactory, build_algorithm_factory, fit_a
 from rlzoo.any_env.observations import observe
 from rlzoo.any_env.spec import EnvSpec, check_env
 from rlzoo.config import resolved_values
+from rlzoo.confined import MEMORY_KEY
 from rlzoo.hardware import Hardware
 from rlzoo.loggers.live_plot import VisdomSettings
 from rlzoo.loggers.outputs import WandbSettings, check_formats, check_wandb_online
@@ -92,6 +93,7 @@ class Prologue:
         if cfg.get("resume"):
             cfg = resume_config(Path(str(cfg.resume)), cfg, list(overrides))
         values = resolved_values(cfg)
+        values[MEMORY_KEY] = None  # the caller's (train applies it); a run records null, a saved value is not read
         settings = RunSettings.from_values(values)
         hardware = Hardware.from_config(values["hardware"])
         check_budget(settings, overrides)

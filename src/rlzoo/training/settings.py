@@ -46,6 +46,7 @@ class RunSettings:
     resume: str | None = None
     init_from: str | None = None
     trusted: bool = False
+    memory_budget_gb: float | None = field(default=None, metadata=at_least(0))  # the caller's; a run records null
 
     @property
     def test_step_budget(self) -> int | None:
