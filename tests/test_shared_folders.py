@@ -62,11 +62,18 @@ def test_pipeline_search_path_holds_only_the_options_it_wrote(tmp_path: Path) ->
 
 PAYLOAD = "{_target_:codecs.open,_args_:[MARKER,w]}"
 HOSTILE = {
-    "target": ("+algo.policy_kwargs._target_=codecs.open", r"names 'algo.policy_kwargs._target_', not a run key"),
-    "args": ("+algo.policy_kwargs._args_=[MARKER,w]", r"names 'algo.policy_kwargs._args_', not a run key"),
+    "target": ("+algo.policy_kwargs._target_=codecs.open", r"adds, deletes or moves a key or a config"),
+    "args": ("+algo.policy_kwargs._args_=[MARKER,w]", r"adds, deletes or moves a key or a config"),
+    "target-set": ("algo.policy_kwargs._target_=codecs.open", r"names 'algo.policy_kwargs._target_', not a run key"),
+    "add-inside": ("+algo.policy_kwargs.net_arch=[8]", r"adds, deletes or moves a key or a config \(a \+, \+\+ or ~"),
+    "force-add": ("++seed=1", r"adds, deletes or moves a key or a config"),
+    "delete": ("~seed", r"adds, deletes or moves a key or a config"),
+    "trusted": ("trusted=true", "sets trusted, which only your command line sets"),
+    "budget": ("memory_budget_gb=1000", "sets memory_budget_gb, which only your command line sets"),
+    "init-from": ("init_from=/elsewhere/run", "sets init_from, which only your command line sets"),
     "node": (f"algo.gamma={PAYLOAD}", "holds an interpolation or an object"),
     "hydra": (f"hydra.callbacks.ran={PAYLOAD}", "names 'hydra.callbacks.ran', not a run key"),
-    "add-group": ("+hydra/callbacks=ran", r"adds a config, deletes or moves a key"),
+    "add-group": ("+hydra/callbacks=ran", r"adds, deletes or moves a key or a config"),
     "interpolation": ("n_envs=${oc.env:HOME}", "holds an interpolation or an object"),
     "sweep": ("seed=choice(1,2)", "is a sweep, not one value"),
     "unknown": ("payload=1", "names 'payload', not a run key"),

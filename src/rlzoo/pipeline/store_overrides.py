@@ -18,13 +18,15 @@ from rlzoo.reporting.store_table import StoreInfo
 RUN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]*")
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
+# Run keys that are the caller's word (their command line), never a store's: trust, the memory budget, other runs.
+CALLER_KEYS = frozenset({"trusted", "memory_budget_gb", "resume", "init_from", "run_dir"})
 
 
 def store_overrides(info: StoreInfo, source: Path) -> list[str]:
     """The overrides of a store's ``store.yaml`` (a store may come from anyone), each checked as ``key=value``: a
-    run key the experiment's pipeline config has (not ``hydra``; ``+a.b=`` only for a key inside a node it has, no
-    ``+<group>``, ``++``, ``~`` or ``@package``), set to one plain value (a config group: an option's name; no sweep,
-    no interpolation, no ``_target_`` or other Hydra key in it).
+    key the experiment's pipeline config has (not ``hydra``, no Hydra key such as ``_target_``, none of
+    :data:`CALLER_KEYS`; no ``+``, ``++`` or ``~`` prefix, no ``@package``), set to one plain value (a config group:
+    an option's name; no sweep, no interpolation, no ``_target_`` or other Hydra key in it).
 
     :raise ConfigError: one line naming the override and what a store's overrides take.
     """
@@ -48,13 +50,13 @@ def _override_problem(override: str, config: DictConfig) -> str:
     except Exception:  # Hydra's grammar errors
         return "is not key=value"
     key = parsed.key_or_group
-    added = parsed.type is OverrideType.ADD and "." in key  # a keyword inside a node the experiment has
-    if not (parsed.type is OverrideType.CHANGE or added) or parsed.package is not None:
-        return "adds a config, deletes or moves a key (+<group>, ++, ~, @)"
-    named = key.rsplit(".", 1)[0] if added else key
+    if parsed.type is not OverrideType.CHANGE or parsed.package is not None:
+        return "adds, deletes or moves a key or a config (a +, ++ or ~ prefix, @package)"
     parts = key.split(".")
-    if not RUN_KEY.fullmatch(key) or parts[0] == "hydra" or HYDRA_KEYS & set(parts) or not _has_key(config, named):
+    if not RUN_KEY.fullmatch(key) or parts[0] == "hydra" or HYDRA_KEYS & set(parts) or not _has_key(config, key):
         return f"names {key!r}, not a run key of the experiment"
+    if key in CALLER_KEYS:
+        return f"sets {key}, which only your command line sets"
     if parsed.is_sweep_override():
         return "is a sweep, not one value"
     value = parsed.value()
