@@ -206,19 +206,28 @@ def read_json(folder: Path, name: str | PurePosixPath, cap: int = JSON_CAP, fini
 def stream_lines(folder: Path, name: str | PurePosixPath, byte_cap: int = CSV_CAP, rows: int = ROW_CAP) -> list[str]:
     """The text lines of a CSV of ``folder``, plain or gzipped (``.gz``), read at most ``byte_cap`` bytes (after
     decompression) and ``rows`` lines: a bigger file is one line, whatever its size on disk."""
-    path = folder / name
     with open_regular(folder, name, byte_cap) as raw:
-        stream: Any = gzip.GzipFile(fileobj=raw) if str(name).endswith(".gz") else raw
-        lines: list[str] = []
-        read = 0
-        try:
-            for line in stream:
-                read += len(line)
-                if read > byte_cap or len(lines) >= rows:
-                    raise Refused(f"{path} holds more than {byte_cap} bytes or {rows} rows; larger logs are refused")
-                lines.append(line.decode(errors="replace"))
-        except (OSError, EOFError, gzip.BadGzipFile) as error:
-            raise Refused(f"{path} cannot be read ({type(error).__name__}: {error})") from None
+        return _capped_lines(raw, folder / name, byte_cap, rows)
+
+
+def lines_of(data: bytes, where: Path, byte_cap: int = CSV_CAP, rows: int = ROW_CAP) -> list[str]:
+    """The text lines of a CSV held in memory (read from a shared folder before), gzipped when ``where`` ends in
+    ``.gz``, within the same caps as :func:`stream_lines`."""
+    return _capped_lines(io.BytesIO(data), where, byte_cap, rows)
+
+
+def _capped_lines(raw: IO[bytes], path: Path, byte_cap: int, rows: int) -> list[str]:
+    stream: Any = gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
+    lines: list[str] = []
+    read = 0
+    try:
+        while line := stream.readline(byte_cap - read + 1):  # a line without an end is cut at the cap, not read whole
+            read += len(line)
+            if read > byte_cap or len(lines) >= rows:
+                raise Refused(f"{path} holds more than {byte_cap} bytes or {rows} rows; larger logs are refused")
+            lines.append(line.decode(errors="replace"))
+    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        raise Refused(f"{path} cannot be read ({type(error).__name__}: {error})") from None
     return lines
 
 

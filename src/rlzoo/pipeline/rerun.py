@@ -26,6 +26,7 @@ from rlzoo.results.records import (
     METRICS,
     Record,
     config_differences,
+    copied_record,
     make_record,
     record_name,
     store_records,
@@ -68,10 +69,14 @@ def rerun_record(
     store: Path, representation: str, seed: int, folder: Path, log: Callable[[str], None] = print
 ) -> Outcome:
     """Train the stored run of ``representation`` and ``seed`` again in the fresh pipeline dir ``folder``; return
-    its verdict (one line, and whether it failed)."""
+    its verdict (one line, and whether it failed). Everything read from the store (its overrides, the record's
+    files, its encoder's) is read and checked before anything is written."""
     info = read_store_info(store)
     kept = [o for o in store_overrides(info, store / STORE_FILE) if not o.startswith(OWN_KEYS)]
-    record = _stored(store, representation, seed)
+    record = copied_record(_stored(store, representation, seed).path, {})  # its files in memory, checked
+    encoder = record.info.get("encoder")
+    name = str(encoder["folder"]) if encoder is not None else None
+    stored = stored_encoder_files(store, name) if name is not None else {}
     if folder.exists():
         raise ConfigError(f"dir={folder} exists; a rerun trains in a fresh folder (choose another dir=)")
     spec = pipeline_spec([
@@ -81,10 +86,10 @@ def rerun_record(
     if source_commit() != info.commit:
         log(f"rlzoo.records: this checkout is at {source_commit()[:12]}, the store's records at {info.commit[:12]}")
     plan = plan_pipeline(spec)
-    encoder = record.info.get("encoder")
     for step in plan.encoders.values():
-        if encoder is not None and step.folder.name == encoder["folder"]:
-            copy_stored_encoders(store, step.folder.parent, [encoder["folder"]], log)
+        if stored and step.folder.name == name and not os.path.lexists(step.folder):
+            _write_encoder(step.folder, stored)
+            log(f"rlzoo.records: encoder {step.folder.name} from the store")
     run_pipeline(spec, log)
     (run,) = [RunDir(p) for p in sorted((folder / "runs").iterdir()) if (p / METRICS).is_file()]
     roots = (folder, *(step.folder.parent for step in plan.encoders.values()))  # where its encoder was trained
@@ -101,23 +106,34 @@ def copy_stored_encoders(
     plain files, no link below the store) and each folder is written whole or not at all."""
     copied = []
     for name in names if names is not None else _stored_encoders(store):
-        source = PurePosixPath(ENCODERS, bare_name(name, "a stored encoder's folder"))
-        target = cache / name
-        if not os.path.lexists(store / source / CONTENT_HASH) or os.path.lexists(target):
-            continue
-        kept = [f for f in (*ENCODER_FILES, CONTENT_HASH) if os.path.lexists(store / source / f)]
-        files = {f: read_bytes(store, source / f, ENCODER_CAP) for f in kept}
-        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=output_folder(cache)))
-        try:
-            for file, data in files.items():
-                write_bytes(staging, file, data)
-            staging.chmod(0o755)
-            os.replace(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        copied.append(name)
-        log(f"rlzoo.records: encoder {name} from the store")
+        files = stored_encoder_files(store, name)
+        if files and not os.path.lexists(cache / name):
+            _write_encoder(output_folder(cache) / name, files)
+            copied.append(name)
+            log(f"rlzoo.records: encoder {name} from the store")
     return copied
+
+
+def stored_encoder_files(store: Path, name: str) -> dict[str, bytes]:
+    """The files of the store's encoder ``name`` (empty: the store lacks it, no ``content_hash``), read through the
+    confined layer: a bare name, plain files, no link below the store, each within :data:`ENCODER_CAP`."""
+    source = PurePosixPath(ENCODERS, bare_name(name, "a stored encoder's folder"))
+    if not os.path.lexists(store / source / CONTENT_HASH):
+        return {}
+    kept = [f for f in (*ENCODER_FILES, CONTENT_HASH) if os.path.lexists(store / source / f)]
+    return {f: read_bytes(store, source / f, ENCODER_CAP) for f in kept}
+
+
+def _write_encoder(target: Path, files: dict[str, bytes]) -> None:
+    """Write an encoder folder whole or not at all (a staging folder beside it, renamed)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=output_folder(target.parent)))
+    try:
+        for file, data in files.items():
+            write_bytes(staging, file, data)
+        staging.chmod(0o755)
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _stored_encoders(store: Path) -> list[str]:

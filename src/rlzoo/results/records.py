@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -319,7 +320,7 @@ def copied_record(folder: Path, encoder_hashes: dict[Path, str]) -> Record:
     copy of its encoder, where that has one, must hold the weights the record names."""
     record = read_record(folder)
     names = [CONFIG, RECORD, *KEPT]
-    files = {name: read_bytes(folder, name, CSV_CAP) for name in names if (folder / name).is_file()}
+    files = {name: read_bytes(folder, name, CSV_CAP) for name in names if os.path.lexists(folder / name)}
     if METRICS in files:
         parse_json(files[METRICS], folder / METRICS, finite=True)
     monitor = folder / "monitor"

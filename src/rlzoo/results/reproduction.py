@@ -14,7 +14,6 @@ seeds of its representation.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import math
 import os
@@ -22,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlzoo.confined import CSV_CAP, parse_json, read_bytes, stream_lines
+from rlzoo.confined import CSV_CAP, lines_of, parse_json, read_bytes, stream_lines
 from rlzoo.provenance import platform_difference
 from rlzoo.results.records import METRICS, Record
 
@@ -76,11 +75,13 @@ def episodes_by_env(record: Record) -> dict[str, list[tuple[str, str]]]:
 
 
 def _monitor_lines(record: Record, name: str) -> list[str]:
-    """The lines of a monitor file of ``record``: a stored one streamed through the confined layer (capped after
-    decompression), a new one from memory."""
+    """The lines of a monitor file of ``record``, from memory or its folder, within the CSV caps after
+    decompression (a gzip bomb is one line)."""
     if record.files:
-        return gzip.decompress(record.files.get(name, b"")).decode().splitlines()
-    return [line.rstrip("\r\n") for line in stream_lines(record.path, name)]
+        lines = lines_of(record.files.get(name, b""), record.path / name)
+    else:
+        lines = stream_lines(record.path, name)
+    return [line.rstrip("\r\n") for line in lines]
 
 
 def first_differing_episode(stored: Record, new: Record) -> str | None:
