@@ -12,6 +12,10 @@ Untrusted, every case goes through every load path that reads what it plants (``
 ``load_run``, ``resume=``, the report, ``init_from=``, the pipeline's cached runs, multi-agent loading): refused in one
 line, no marker, no file anywhere changed. Loaded with ``trusted=true`` the same cases create their markers (the
 payloads are live); a path case leads outside the run dir (checked by resolving it) and is refused even trusted.
+
+The folder half of the corpus (links, FIFOs, sparse files, gzip bombs, YAML tags, non-finite figures and linked
+output folders through ``rlzoo.plot``, the pipeline's results step and ``rlzoo.records``) is
+``test_sharing_attacks_folders.py``.
 """
 
 from __future__ import annotations

@@ -187,13 +187,16 @@ def _check_same_run_settings(one: Record, two: Record) -> None:
 
 
 def read_record(folder: Path) -> Record:
-    """A stored record, checked as hostile data: no symlink, plain JSON and YAML, fields of the right types."""
+    """A stored record, checked as hostile data: no symlink, plain JSON and YAML, finite figures, fields of the right
+    types."""
     for path in (folder, *folder.rglob("*")):
         if path.is_symlink():
             raise ConfigError(f"{path}: a symlink in a record; records hold plain files only")
     try:
         info = read_json(folder, RECORD, finite=True)
         config = read_yaml(folder / CONFIG)
+        if os.path.lexists(folder / METRICS):
+            read_json(folder, METRICS, finite=True)
     except Refused:
         raise
     except (OSError, ValueError) as error:
