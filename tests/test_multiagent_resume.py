@@ -1,11 +1,14 @@
 """Preemption that changes nothing, for multi-agent runs: a tic-tac-toe run stopped after a checkpoint and resumed ends
 with every learner's weights (a SHA-256 of every parameter tensor), the metrics (times aside) and the returns100
-curves of the uninterrupted run with the same seed and config."""
+curves of the uninterrupted run with the same seed and config, and each learner's model.zip keeps the run's seed and
+its progress.csv the uninterrupted run's columns and rows (times aside; an on-policy time/iterations counts on)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +47,18 @@ def _learners(run: RunDir) -> list[str]:
 def _curves(run: RunDir) -> dict[str, str]:
     files = {"": run.returns100, **run.agent_returns100_files()}
     return {key: path.read_text() for key, path in files.items()}
+
+
+def _learner_logs(run: RunDir) -> dict[str, tuple[object, list[list[str]]]]:
+    """Per learner: the seed its model.zip saved, and its progress.csv without the wall-time columns."""
+    logs = {}
+    for learner in _learners(run):
+        folder = run.path / "models" / learner
+        seed = json.loads(zipfile.ZipFile(folder / "model.zip").read("data"))["seed"]
+        rows = list(csv.reader((folder / "progress.csv").read_text().splitlines()))
+        kept = [i for i, name in enumerate(rows[0]) if name not in ("time/fps", "time/time_elapsed")]
+        logs[learner] = seed, [[row[i] for i in kept] for row in rows]
+    return logs
 
 
 def stop_after(source: Path, target: Path, steps: int) -> RunDir:
@@ -89,6 +104,8 @@ def test_a_resumed_multiagent_run_ends_where_the_uninterrupted_run_ends(
         assert weights_hash(stopped.learner_model(learner)) == weights_hash(whole.learner_model(learner)), learner
     assert figures(stopped) == figures(whole)
     assert _curves(stopped) == _curves(whole)
+    logs = _learner_logs(stopped)
+    assert logs == _learner_logs(whole) and {seed for seed, _ in logs.values()} == {5}  # the run's own seed
 
 
 def test_every_learning_key_keeps_its_replay_chunks(whole_runs: dict[str, RunDir]) -> None:

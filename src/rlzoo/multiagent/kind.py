@@ -136,6 +136,9 @@ def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
             restore_weights(model, path)
     for key, steps in point.kind_state.get("key_steps", {}).items():
         team.learners.agents[key].model.num_timesteps = int(steps)
+    for keys in plan.learners.values():  # each model's seed as the uninterrupted run built it (build_learners), not
+        for i, key in enumerate(keys):  # the offset one it was built with here (its generators come from the point)
+            team.learners.agents[key].model.seed = plan.settings.seed + i
     if team.rotation is not None:  # the seat of the episode the run had reached
         team.rotation.episode = int(point.kind_state.get("seat_episode", 0))
 

@@ -99,7 +99,8 @@ class ProgressBar(BaseCallback):
 
 class LineProgress(BaseCallback):
     """Progress lines of training (:class:`~rlzoo.progress_lines.ProgressLines`): the clock is read once every
-    :attr:`CHECK_EVERY` vec-env steps, so that the lines cost nothing measurable.
+    :attr:`CHECK_EVERY` vec-env steps, so that the lines cost nothing measurable, and before each policy update (a
+    line then when one would fall due during the update, as long as the last one).
 
     :param count: the units done so far (steps or episodes).
     """
@@ -109,11 +110,21 @@ class LineProgress(BaseCallback):
     def __init__(self, lines: ProgressLines, count: Callable[[], int]) -> None:
         super().__init__()
         self.lines, self.count = lines, count
+        self.update_seconds = 0.0  # the last policy update's length
+        self._update_began: float | None = None
 
     def _on_step(self) -> bool:
         if self.n_calls % self.CHECK_EVERY == 0:
             self.lines.update(self.count())
         return True
+
+    def _on_rollout_end(self) -> None:  # a policy update follows, writing nothing: a line first if one falls due
+        self._update_began = self.lines.clock()
+        self.lines.before_pause(self.count(), self.update_seconds)
+
+    def _on_rollout_start(self) -> None:
+        if self._update_began is not None:
+            self.update_seconds = self.lines.clock() - self._update_began
 
     def _on_training_end(self) -> None:
         self.lines.finish(self.count())

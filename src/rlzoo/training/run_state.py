@@ -41,6 +41,8 @@ MODEL_RUNTIME = (
     "_current_progress_remaining", "num_timesteps", "exploration_rate",
 )  # fmt: skip
 EPISODE_BUFFERS = ("ep_info_buffer", "ep_success_buffer")
+# The NumPy types of a logger value that a snapshot may name.
+NUMBER_TYPES = frozenset(f"{kind}{bits}" for kind in ("float", "int", "uint") for bits in (8, 16, 32, 64)) - {"float8"}
 
 
 class Snapshot:
@@ -210,10 +212,12 @@ def _is_episode_info(item: Any) -> bool:
 
 
 def capture_logger(snapshot: Snapshot, model: BaseAlgorithm) -> None:
-    """SB3's logger values recorded but not yet written (they go into the next row of progress.csv)."""
+    """SB3's logger values recorded but not yet written (they go into the next row of progress.csv), with the NumPy
+    type of those that have one (a float32 loss is written with float32's digits)."""
     logger = model.logger
     values = {k: v for k, v in logger.name_to_value.items() if isinstance(v, int | float | np.number)}
-    snapshot.put("logger/values", {k: float(v) for k, v in values.items()})
+    snapshot.put("logger/values", {k: v.item() if isinstance(v, np.number) else v for k, v in values.items()})
+    snapshot.put("logger/types", {k: np.asarray(v).dtype.name for k, v in values.items() if isinstance(v, np.number)})
     snapshot.put("logger/counts", {k: int(logger.name_to_count.get(k, 0)) for k in values})
     excluded = {k: logger.name_to_excluded.get(k) for k in values}
     snapshot.put("logger/excluded", {k: list(v) if isinstance(v, tuple | list) else v for k, v in excluded.items()})
@@ -224,11 +228,18 @@ def restore_logger(snapshot: Snapshot, model: BaseAlgorithm) -> None:
     excluded = snapshot.get("logger/excluded")
     if not isinstance(values, dict) or not isinstance(counts, dict) or not isinstance(excluded, dict):
         return
-    logger = model.logger
+    logger, types = model.logger, snapshot.get("logger/types")
     for key, value in values.items():
         if isinstance(value, int | float) and isinstance(counts.get(key), int):
-            logger.name_to_value[str(key)] = float(value)
+            logger.name_to_value[str(key)] = _typed(value, types.get(key) if isinstance(types, dict) else None)
             logger.name_to_count[str(key)] = counts[key]
             exclude = excluded.get(key)
             if exclude is None or (isinstance(exclude, list) and all(isinstance(e, str) for e in exclude)):
                 logger.name_to_excluded[str(key)] = tuple(exclude) if exclude is not None else None  # type: ignore[assignment]
+
+
+def _typed(value: int | float, dtype: Any) -> Any:
+    """A logger value as it was recorded: a NumPy number of ``dtype`` (a name: ``float32``), else the int or float."""
+    if dtype in NUMBER_TYPES:
+        return np.dtype(dtype).type(value)
+    return value
