@@ -41,7 +41,6 @@ def write_agent_test_returns(run: RunDir, returns: dict[str, Sequence[float]]) -
     """Write one row per test episode of a multi-agent run: ``episode,<agent>,...``."""
     keys = list(returns)
     rows = [",".join(["episode", *keys])] + [
-        ",".join([str(i)] + [f"{returns[k][i]:.6g}" for k in keys])
-        for i in range(len(returns[keys[0]]) if keys else 0)
+        ",".join([str(i)] + [f"{returns[k][i]:.6g}" for k in keys]) for i in range(len(returns[keys[0]]) if keys else 0)
     ]
     atomic_write_text(run.path / AGENT_TEST_RETURNS, "\n".join(rows) + "\n")
