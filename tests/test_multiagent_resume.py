@@ -19,8 +19,10 @@ from extras import require_extra
 
 require_extra("pettingzoo", "multiagent")
 
+from rlzoo.checkpoint_format import REPLAY  # noqa: E402
 from rlzoo.errors import ConfigError  # noqa: E402
-from rlzoo.rundir import REPLAY, RunDir  # noqa: E402
+from rlzoo.multiagent.run_files import agent_returns100_files  # noqa: E402
+from rlzoo.rundir import RunDir  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 from test_exact_resume import figures, weights_hash  # noqa: E402
 
@@ -45,7 +47,7 @@ def _learners(run: RunDir) -> list[str]:
 
 
 def _curves(run: RunDir) -> dict[str, str]:
-    files = {"": run.returns100, **run.agent_returns100_files()}
+    files = {"": run.returns100, **agent_returns100_files(run)}
     return {key: path.read_text() for key, path in files.items()}
 
 
@@ -101,7 +103,9 @@ def test_a_resumed_multiagent_run_ends_where_the_uninterrupted_run_ends(
     assert stopped.resumes() == [steps[1]]
     assert _learners(stopped) == _learners(whole)
     for learner in _learners(whole):
-        assert weights_hash(stopped.learner_model(learner)) == weights_hash(whole.learner_model(learner)), learner
+        assert weights_hash(stopped.models().learner(learner).model) == weights_hash(
+            whole.models().learner(learner).model
+        ), learner
     assert figures(stopped) == figures(whole)
     assert _curves(stopped) == _curves(whole)
     logs = _learner_logs(stopped)
@@ -135,7 +139,9 @@ def test_a_truncated_chunk_resumes_a_multiagent_run_from_the_checkpoint_before(
     warnings = [r.getMessage() for r in caplog.records if "is incomplete" in r.getMessage()]
     assert len(warnings) == 1 and str(chunk) in warnings[0]
     for name in _learners(whole):
-        assert weights_hash(stopped.learner_model(name)) == weights_hash(whole.learner_model(name)), name
+        assert weights_hash(stopped.models().learner(name).model) == weights_hash(whole.models().learner(name).model), (
+            name
+        )
 
 
 def test_a_multiagent_run_without_any_complete_checkpoint_is_refused_in_one_line(
@@ -173,4 +179,6 @@ def test_without_checkpoint_buffer_a_multiagent_run_resumes_with_empty_buffers(
     stopped = stop_after(whole.path, tmp_path / "stopped", second)
     train(compose([*RUNS["independent"], "checkpoint_buffer=false"], run_dir=stopped.path))
     assert stopped.resumes() == [second]
-    assert weights_hash(stopped.learner_model("player_1")) != weights_hash(whole.learner_model("player_1"))
+    assert weights_hash(stopped.models().learner("player_1").model) != weights_hash(
+        whole.models().learner("player_1").model
+    )

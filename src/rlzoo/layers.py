@@ -5,8 +5,9 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 layer   name                modules
 ======  ==================  ===========================================================================================
 0       ground floor        errors, files, confined, schema, kwargs_check, hardware, precision, gc_tuning, config,
-                            model_files, rundir, cli, layers, jax_weights, provenance, registry, untrusted, overrides,
-                            progress_lines, stateful, float_path (no rlzoo imports but each other)
+                            model_files, checkpoint_format, rundir, cli, layers, jax_weights, provenance, registry,
+                            untrusted, overrides, progress_lines, stateful, float_path (no rlzoo imports but each
+                            other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
@@ -47,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.gc_tuning",
             "rlzoo.config",
             "rlzoo.model_files",
+            "rlzoo.checkpoint_format",
             "rlzoo.rundir",
             "rlzoo.cli",
             "rlzoo.layers",

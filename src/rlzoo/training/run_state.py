@@ -17,7 +17,6 @@ SB3's private members are read and written here and nowhere else in ``training/`
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import zipfile
@@ -29,10 +28,8 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlzoo.confined import load_npz, read_json
+from rlzoo.checkpoint_format import read_run_state, write_run_state
 from rlzoo.errors import Refused
-from rlzoo.files import atomic_path
-from rlzoo.rundir import RUN_STATE, RUN_STATE_ARRAYS
 from rlzoo.stateful import MISSING, plain_state, set_plain_state
 
 # SB3's runtime members of a model that its zip's plain counters do not restore exactly, or not at all.
@@ -67,28 +64,14 @@ class Snapshot:
         return {key[len(prefix) :]: value for key, value in found.items() if key.startswith(prefix)}
 
     def write(self, folder: Path) -> None:
-        arrays: dict[str, Any] = self.arrays
-        with atomic_path(folder / RUN_STATE_ARRAYS) as tmp, tmp.open("wb") as stream:
-            np.savez(stream, **arrays)
-        with atomic_path(folder / RUN_STATE) as tmp:
-            tmp.write_text(json.dumps(self.values) + "\n")
+        """Write the snapshot into checkpoint ``folder`` (:func:`rlzoo.checkpoint_format.write_run_state`)."""
+        write_run_state(folder, self.values, self.arrays)
 
     @classmethod
     def read(cls, folder: Path) -> Snapshot | None:
         """The snapshot in ``folder`` (None: a checkpoint without one); unreadable files are one line."""
-        path = folder / RUN_STATE
-        if not path.is_file():
-            return None
-        try:
-            values = read_json(folder, RUN_STATE)
-            arrays = load_npz(folder, RUN_STATE_ARRAYS)
-        except Refused:
-            raise
-        except (OSError, ValueError, EOFError) as error:  # a pickled array, a truncated file ...
-            raise Refused(f"{path.parent}: the run state cannot be read ({error})") from None
-        if not isinstance(values, dict):
-            raise Refused(f"{path}: not a mapping of run state")
-        return cls(values, arrays)
+        found = read_run_state(folder)
+        return None if found is None else cls(*found)
 
 
 def check_sizes(path: Path) -> None:
