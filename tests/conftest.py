@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 
 from extras import require_extras_of
 from rlzoo.config import compose_config
+from rlzoo.progress_lines import Pace
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("WANDB_SILENT", "true")
@@ -23,6 +24,12 @@ if "SB3_LOGDIR" not in os.environ:
     os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="rlzoo-tests-sb3-")
     atexit.register(shutil.rmtree, os.environ["SB3_LOGDIR"], ignore_errors=True)
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _own_progress_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's progress lines on stderr keep a pace of their own, as each command's do (one process each)."""
+    monkeypatch.setattr("rlzoo.progress_lines.STDERR_PACE", Pace())
 
 
 @pytest.fixture(autouse=True)

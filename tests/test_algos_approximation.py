@@ -116,7 +116,7 @@ def test_categorical_projection_keeps_mass_and_splits_between_neighbours() -> No
     assert f.expectation(projected).item() == pytest.approx(0.25 + 2.0)
 
 
-# The example of docs/algorithms.md, "Write your own agent": a plain DQN on an Approximation.
+# The example of docs/algorithms.md, "Optional helpers: the approximation/ blocks": a plain DQN on an Approximation.
 class MyDQN(ApproximationShell, OffPolicyAlgorithm):
     """DQN (Mnih et al., 2015) written on a QNetwork; epsilon-greedy is left out for brevity."""
 

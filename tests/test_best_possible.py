@@ -1,5 +1,6 @@
 """The best possible test returns of the headline (``algo=sac env=MobileRobot``) and of its random-target variant,
-computed on the runs' own 100 test episodes (seeds 0/1/2) by an optimal scripted policy; README.md states them once.
+computed on the runs' own 100 test episodes (seeds 0/1/2) by an optimal scripted policy; docs/headline_study.md states
+them once.
 
 The policy moves each axis at full speed toward the target, clipped to the robot's wall limits. After k steps any
 policy's robot lies in the square of half-side 0.1 k around its start (per-axis clipped actions), inside the walls;
@@ -23,9 +24,9 @@ from rlzoo.training.build import RunBuilder
 from rlzoo.training.episodes import play_episodes
 from rlzoo.training.plan import plan_run
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+HEADLINE = Path(__file__).resolve().parents[1] / "docs" / "headline_study.md"
 SEEDS = (0, 1, 2)
-# Mean test return per seed, as README.md states it.
+# Mean test return per seed, as docs/headline_study.md states it.
 BEST_POSSIBLE = {"false": "235.60 / 235.53 / 235.38", "true": "240.81 / 240.80 / 240.87"}
 MARGIN = 1e-3  # aim this far inside the wall limits: float32 observations must not push a move past them
 
@@ -56,7 +57,7 @@ def best_possible(random_target: str, seed: int, tmp_path: Path) -> float:
 
 
 @pytest.mark.parametrize("random_target", sorted(BEST_POSSIBLE), ids=["fixed-target", "random-target"])
-def test_best_possible_returns_are_the_ones_the_readme_states(random_target: str, tmp_path: Path) -> None:
+def test_best_possible_returns_are_the_ones_the_headline_page_states(random_target: str, tmp_path: Path) -> None:
     computed = " / ".join(f"{best_possible(random_target, seed, tmp_path):.2f}" for seed in SEEDS)
     assert computed == BEST_POSSIBLE[random_target]
-    assert re.search(rf"best possible[^.]*{re.escape(computed)}", README.read_text())
+    assert re.search(rf"best possible[^.]*{re.escape(computed)}", HEADLINE.read_text())

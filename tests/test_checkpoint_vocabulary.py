@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlzoo.errors import ConfigError
+from rlzoo.model_files import ModelFolder
 from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, RunDir
 
 
@@ -26,15 +27,15 @@ def fake_run(path: Path, steps: list[int], final: bool) -> RunDir:
 def test_latest_is_the_final_model_once_training_ended_whatever_the_file_times(tmp_path: Path) -> None:
     run = fake_run(tmp_path, [64, 128], final=True)
     os.utime(run.checkpoint(128) / MODEL, (2e9, 2e9))  # a checkpoint touched after the final model
-    assert run.find_model(LATEST) == (run.path, None)
-    assert run.find_model(FINAL) == (run.path, None)
+    assert run.find_model(LATEST) == (ModelFolder(run.path), None)
+    assert run.find_model(FINAL) == (ModelFolder(run.path), None)
 
 
 def test_latest_is_the_newest_checkpoint_by_steps_before_training_ends(tmp_path: Path) -> None:
     run = fake_run(tmp_path, [64, 128], final=False)
     os.utime(run.checkpoint(64) / MODEL, (2e9, 2e9))
-    assert run.find_model(LATEST) == (run.checkpoint(128), 128)
-    assert run.find_model("64") == (run.checkpoint(64), 64)
+    assert run.find_model(LATEST) == (ModelFolder(run.checkpoint(128)), 128)
+    assert run.find_model("64") == (ModelFolder(run.checkpoint(64)), 64)
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,14 @@ Sweeps (``-m``) are composed with the first value of each swept key (what their 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -32,7 +35,7 @@ COMMAND = re.compile(r"python -m rlzoo\.([a-z_.]+)((?:[^`#\n\\]|\\\n)*)")
 FLAGS = {"-m", "--multirun", "--cfg", "--info", "job", "all", "hydra", "searchpath", "..."}
 # Lines that need files the reader writes first.
 NOT_COMPOSED = {
-    "algo=vpg": "tests/custom_algorithm: the reader's own algorithm module and my_conf/ folder (README's example)",
+    "algo=vpg": "tests/custom_algorithm: the reader's own algorithm module and my_conf/ folder (docs/algorithms.md)",
 }
 RUN_KEYS = ("run", "resume", "init_from", "dir", "collect_policy.run")
 PLACEHOLDERS = {"experiment=<name>": "experiment=srl_benchmark_small"}
@@ -104,7 +107,7 @@ def filled(arguments: tuple[str, ...], run: Path, user_config: Path) -> list[str
         key, equals, value = argument.partition("=")
         if key.lstrip("+~") in RUN_KEYS and (value.startswith(("outputs/", "multirun/", "<")) or "<" in value):
             tail = value.rpartition(":")[2] if ":" in value and key == "init_from" else ""
-            value = str(run) + (f":{tail}" if tail in ("25000", "latest", "final", "best") else "")
+            value = str(run) + (f":{tail}" if tail.isdigit() or tail in ("latest", "final", "best") else "")
         value = value.replace("file://<tune.dir>/conf", f"file://{user_config}")
         overrides.append(f"{key}={value}" if equals else argument)
     parser = OverridesParser.create()
@@ -184,7 +187,8 @@ def test_cheap_documented_training_commands_train(
     assert metrics["test/episodes"] == 1
 
 
-# The run README's replay lines name (``outputs/<date>/<time>_ppo_CartPole``): its "Two commands" training command.
+# The run the replay lines of README.md and docs/replay.md name (``outputs/<date>/<time>_ppo_CartPole``): README's "Two
+# commands" training command.
 README_RUN = ("algo=ppo", "env=CartPole")
 
 
@@ -200,16 +204,16 @@ def readme_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-REPLAYS = [c for c in COMMANDS if c.command == "enjoy" and c.where.startswith("README.md")]
+REPLAYS = [c for c in COMMANDS if c.command == "enjoy" and c.where.startswith(("README.md", "replay.md"))]
 
 
 @pytest.mark.parametrize("documented", REPLAYS, ids=str)
-def test_the_readme_replay_lines_replay_its_own_run(
+def test_the_replay_lines_replay_the_readme_run(
     documented: Documented, readme_run: Path, fixture_run: Path, user_config: Path
 ) -> None:
-    """Each of README's ``rlzoo.enjoy`` lines replays README's own CartPole run as written (its checkpoint numbers
-    included), one episode; a trajectory plot, which its comment scopes to the MobileRobot envs, replays the
-    MobileRobot fixture run."""
+    """Each ``rlzoo.enjoy`` line of README.md and docs/replay.md replays README's own CartPole run as written (its
+    checkpoint numbers included), one episode; a trajectory plot, which its comment scopes to the MobileRobot envs,
+    replays the MobileRobot fixture run."""
     from rlzoo.enjoy import EnjoySettings, enjoy
 
     run = fixture_run if any("trajectory" in a for a in documented.arguments) else readme_run
@@ -219,12 +223,13 @@ def test_the_readme_replay_lines_replay_its_own_run(
     assert len(replay.returns) == 1 and all(f.is_file() for f in replay.files)
 
 
-def test_the_readme_python_blocks_use_only_names_they_define() -> None:
-    """Read in order, README's Python blocks import or assign every name they use (a missing ``import`` fails)."""
+def test_the_python_api_blocks_use_only_names_they_define() -> None:
+    """Read in order, docs/agents.md's Python blocks import or assign every name they use (a missing ``import``
+    fails)."""
     import ast
     import builtins
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "agents.md").read_text()
     defined, missing = set(dir(builtins)), []
     for block in re.findall(r"```python\n(.*?)```", readme, flags=re.S):
         tree = ast.parse(block)
@@ -239,24 +244,40 @@ def test_the_readme_python_blocks_use_only_names_they_define() -> None:
     assert missing == []
 
 
-def test_the_readme_lists_every_option_of_every_config_group() -> None:
-    """README's config-group table has a row for each group of ``conf/train.yaml``'s defaults, and each row names
-    every option file of its group (a new option that the table misses fails here)."""
-    from omegaconf import OmegaConf
+def config_table() -> ModuleType:
+    """``scripts/config_table.py``, the generator of docs/config.md's option tables, imported from its path."""
+    spec = importlib.util.spec_from_file_location("config_table", ROOT / "scripts" / "config_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("## Config groups") :].split("\n\n")[2]
-    rows = {}
-    for line in table.splitlines()[2:]:
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        rows[cells[0].strip("`")] = set(re.findall(r"[\w.]+", cells[1]))
-    defaults = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "train.yaml").defaults)
-    assert isinstance(defaults, list)
-    groups = {next(iter(entry)).removeprefix("optional ") for entry in defaults if isinstance(entry, dict)}
+
+def test_the_option_tables_of_config_md_are_generated_from_conf() -> None:
+    """docs/config.md holds, between the generator's markers, exactly what ``python scripts/config_table.py`` writes
+    from ``conf/``; that is a table for each group of ``conf/train.yaml``'s defaults and a row for each option file."""
+    generator = config_table()
+    text = (ROOT / "docs" / "config.md").read_text()
+    assert generator.with_tables(text) == text, "docs/config.md differs from conf/: python scripts/config_table.py"
+    assert generator.main(["--check"]) == 0
+    groups = generator.groups()
     assert len(groups) == 8, groups
-    assert groups <= set(rows), f"groups without a row: {sorted(groups - set(rows))}"
-    missing = {
-        group: sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml") if path.stem not in rows[group])
-        for group in groups
-    }
-    assert {group: names for group, names in missing.items() if names} == {}
+    for group in groups:
+        section = text[text.index(f"### `{group}`") :].split("\n\n")[1]
+        rows = {line.split("|")[1].strip().strip("`") for line in section.splitlines()[2:] if line.startswith("|")}
+        assert rows == {path.stem for path in (CONFIG_DIR / group).glob("*.yaml")}, group
+
+
+def test_the_config_table_generator_rewrites_only_between_its_markers(tmp_path: Path) -> None:
+    """A new option file appears in the generated tables, its header comment's first sentence beside it; the text
+    around the markers stays; a doc that lacks the markers is refused."""
+    generator = config_table()
+    conf = tmp_path / "conf"
+    shutil.copytree(CONFIG_DIR, conf)
+    (conf / "logger" / "mine.yaml").write_text("# My logger (Doe et al., 2024): CSV only. More.\nformats: [csv]\n")
+    begin, end = generator.BEGIN, generator.END
+    written = generator.with_tables(f"before\n{begin}\nstale\n{end}\nafter\n", conf)
+    assert written.startswith(f"before\n{begin}\n### `algo`") and written.endswith(f"{end}\nafter\n")
+    assert "stale" not in written and "| `mine` | My logger (Doe et al., 2024): CSV only |" in written
+    with pytest.raises(ValueError, match=r"must hold"):
+        generator.with_tables("no markers", conf)

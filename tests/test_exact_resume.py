@@ -17,8 +17,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from conftest import Compose
 from extras import require_extra
+from rlzoo.checkpoint_format import REPLAY
 from rlzoo.errors import ConfigError, Refused
-from rlzoo.rundir import REPLAY, RunDir
+from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from rlzoo.training.env_state import capture_envs
 from rlzoo.training.run_state import Snapshot

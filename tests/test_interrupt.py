@@ -61,15 +61,17 @@ def test_an_interrupted_run_names_its_checkpoint_and_resumes_saying_so(
     assert run.resumes() == [128] and run.is_finished()
     whole = RunDir(tmp_path / "whole")
     train(compose(overrides, run_dir=whole.path))
-    assert _progress(run) == _progress(whole)  # the same columns in the same order, time/iterations counting on
+    # the same columns in the same order and the same rows, time/iterations counting on
+    rows = _progress(run)
+    assert rows == _progress(whole) and [row[2] for row in rows[1:]] == [str(i) for i in range(1, len(rows))]
     assert PPO.load(run.model).seed == PPO.load(whole.model).seed == 3  # the run's own seed
 
 
-def _progress(run: RunDir) -> tuple[list[str], list[str]]:
-    """progress.csv's header and its time/iterations column."""
+def _progress(run: RunDir) -> list[list[str]]:
+    """progress.csv without its wall-time columns (the third is time/iterations)."""
     rows = list(csv.reader(run.progress.read_text().splitlines()))
-    column = rows[0].index("time/iterations")
-    return rows[0], [row[column] for row in rows[1:]]
+    kept = [i for i, name in enumerate(rows[0]) if name not in ("time/fps", "time/time_elapsed")]
+    return [[row[i] for i in kept] for row in rows]
 
 
 def test_an_off_policy_run_resumed_without_its_buffer_says_it_starts_empty(

@@ -161,7 +161,7 @@ def test_sbx_sac_pendulum_learns(compose: Compose, tmp_path: Path) -> None:
 def test_headline_sbx_sac_mobile_robot(compose: Compose, tmp_path: Path) -> None:
     """The headline on the JAX backend: ``algo=sbx_sac env=MobileRobot`` as typed (tuned pair: 12k steps, fixed
     target), 100 deterministic test episodes per seed: at least 230 for each of seeds 0, 1, 2 (measured 235.31 /
-    234.28 / 235.20; best possible: README.md, "The headline")."""
+    234.28 / 235.20; best possible: docs/headline_study.md, "The figure")."""
     for seed in (0, 1, 2):
         cfg = compose(
             ["algo=sbx_sac", "env=MobileRobot", f"seed={seed}", "verbose=0"], run_dir=tmp_path / f"seed{seed}"

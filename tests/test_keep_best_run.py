@@ -15,7 +15,7 @@ from conftest import TINY_ALGO_RUNS, Compose
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
 from rlzoo.kinds import load_agent
-from rlzoo.playback.loading import load_run
+from rlzoo.playback.loading import enjoy_dir, load_run
 from rlzoo.rundir import RunDir, load_obs_norm
 from rlzoo.train import train
 from rlzoo.training.keep_best import EVALUATIONS_HEADER
@@ -59,7 +59,7 @@ def test_checkpoint_best_loads_the_best_model_everywhere(
     agent = load_agent(run.path, checkpoint="best")
     assert agent is not None
     replay = enjoy(EnjoySettings(run=str(run.path), checkpoint="best", n_episodes=1), log=lambda _: None)
-    assert replay.label == "best" and (run.enjoy_dir / "best_returns.csv").is_file()
+    assert replay.label == "best" and (enjoy_dir(run) / "best_returns.csv").is_file()
     train(compose([*RUN, f"init_from={run.path}:best", "total_timesteps=64"], run_dir=tmp_path / "tuned"))
     assert OmegaConf.load(tmp_path / "tuned" / "config.yaml").init_from == f"{run.path.resolve()}:best"
 

@@ -2,9 +2,9 @@
 
 Measured as the issue states them: ``env.random_target=true``, ground truth, the mean return of the last 100
 training episodes read from the monitor files, averaged over 3 seeds. Best possible means (shortest paths over random
-starts): about 236.1 with discrete actions; with continuous ones, README.md's "The headline" (computed by
-tests/test_best_possible.py). SAC's pair, tuned for wall time, is checked on its 100 deterministic test episodes, seed
-by seed.
+starts): about 236.1 with discrete actions; with continuous ones, docs/headline_study.md's "The figure" (computed
+by tests/test_best_possible.py). SAC's pair, tuned for wall time, is checked on its 100 deterministic test episodes,
+seed by seed.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_tuned_pair_reaches_threshold(
 def test_sac_pair_reaches_230_every_seed(random_target: bool, steps: int, compose: Compose, tmp_path: Path) -> None:
     """``python -m rlzoo.train algo=sac env=MobileRobot`` (the design card's command: the pair's 12k steps, fixed
     target) and with ``env.random_target=true`` at 30k steps: the mean return of the 100 deterministic test episodes
-    is at least 230 for each of seeds 0, 1, 2 (best possible: README.md, "The headline")."""
+    is at least 230 for each of seeds 0, 1, 2 (best possible: docs/headline_study.md, "The figure")."""
     for seed in SEEDS:
         overrides = ["algo=sac", "env=MobileRobot", f"env.random_target={str(random_target).lower()}", f"seed={seed}"]
         cfg = compose([*overrides, f"total_timesteps={steps}", "verbose=0"], run_dir=tmp_path / f"seed{seed}")

@@ -146,8 +146,8 @@ def test_save_load_round_trip(compose: Compose, tmp_path: Path, layout: str) -> 
     env = plan.spec.make()
     play(env, team, Budget(steps=96), seed=0)
     for name, model in team.models.items():
-        plan.run.learner_dir(name).mkdir(parents=True)
-        model.save(plan.run.learner_model(name))
+        plan.run.models().learner(name).path.mkdir(parents=True)
+        model.save(plan.run.models().learner(name).model)
     plan.run.write_config(plan.config)
     live, loaded = team.test_agent(), load_multiagent(run_dir)
     env.reset(seed=5)

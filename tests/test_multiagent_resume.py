@@ -1,11 +1,14 @@
 """Preemption that changes nothing, for multi-agent runs: a tic-tac-toe run stopped after a checkpoint and resumed ends
 with every learner's weights (a SHA-256 of every parameter tensor), the metrics (times aside) and the returns100
-curves of the uninterrupted run with the same seed and config."""
+curves of the uninterrupted run with the same seed and config, and each learner's model.zip keeps the run's seed and
+its progress.csv the uninterrupted run's columns and rows (times aside; an on-policy time/iterations counts on)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +19,10 @@ from extras import require_extra
 
 require_extra("pettingzoo", "multiagent")
 
+from rlzoo.checkpoint_format import REPLAY  # noqa: E402
 from rlzoo.errors import ConfigError  # noqa: E402
-from rlzoo.rundir import REPLAY, RunDir  # noqa: E402
+from rlzoo.multiagent.run_files import agent_returns100_files  # noqa: E402
+from rlzoo.rundir import RunDir  # noqa: E402
 from rlzoo.train import train  # noqa: E402
 from test_exact_resume import figures, weights_hash  # noqa: E402
 
@@ -42,8 +47,20 @@ def _learners(run: RunDir) -> list[str]:
 
 
 def _curves(run: RunDir) -> dict[str, str]:
-    files = {"": run.returns100, **run.agent_returns100_files()}
+    files = {"": run.returns100, **agent_returns100_files(run)}
     return {key: path.read_text() for key, path in files.items()}
+
+
+def _learner_logs(run: RunDir) -> dict[str, tuple[object, list[list[str]]]]:
+    """Per learner: the seed its model.zip saved, and its progress.csv without the wall-time columns."""
+    logs = {}
+    for learner in _learners(run):
+        folder = run.path / "models" / learner
+        seed = json.loads(zipfile.ZipFile(folder / "model.zip").read("data"))["seed"]
+        rows = list(csv.reader((folder / "progress.csv").read_text().splitlines()))
+        kept = [i for i, name in enumerate(rows[0]) if name not in ("time/fps", "time/time_elapsed")]
+        logs[learner] = seed, [[row[i] for i in kept] for row in rows]
+    return logs
 
 
 def stop_after(source: Path, target: Path, steps: int) -> RunDir:
@@ -86,9 +103,13 @@ def test_a_resumed_multiagent_run_ends_where_the_uninterrupted_run_ends(
     assert stopped.resumes() == [steps[1]]
     assert _learners(stopped) == _learners(whole)
     for learner in _learners(whole):
-        assert weights_hash(stopped.learner_model(learner)) == weights_hash(whole.learner_model(learner)), learner
+        assert weights_hash(stopped.models().learner(learner).model) == weights_hash(
+            whole.models().learner(learner).model
+        ), learner
     assert figures(stopped) == figures(whole)
     assert _curves(stopped) == _curves(whole)
+    logs = _learner_logs(stopped)
+    assert logs == _learner_logs(whole) and {seed for seed, _ in logs.values()} == {5}  # the run's own seed
 
 
 def test_every_learning_key_keeps_its_replay_chunks(whole_runs: dict[str, RunDir]) -> None:
@@ -118,7 +139,9 @@ def test_a_truncated_chunk_resumes_a_multiagent_run_from_the_checkpoint_before(
     warnings = [r.getMessage() for r in caplog.records if "is incomplete" in r.getMessage()]
     assert len(warnings) == 1 and str(chunk) in warnings[0]
     for name in _learners(whole):
-        assert weights_hash(stopped.learner_model(name)) == weights_hash(whole.learner_model(name)), name
+        assert weights_hash(stopped.models().learner(name).model) == weights_hash(whole.models().learner(name).model), (
+            name
+        )
 
 
 def test_a_multiagent_run_without_any_complete_checkpoint_is_refused_in_one_line(
@@ -156,4 +179,6 @@ def test_without_checkpoint_buffer_a_multiagent_run_resumes_with_empty_buffers(
     stopped = stop_after(whole.path, tmp_path / "stopped", second)
     train(compose([*RUNS["independent"], "checkpoint_buffer=false"], run_dir=stopped.path))
     assert stopped.resumes() == [second]
-    assert weights_hash(stopped.learner_model("player_1")) != weights_hash(whole.learner_model("player_1"))
+    assert weights_hash(stopped.models().learner("player_1").model) != weights_hash(
+        whole.models().learner("player_1").model
+    )

@@ -61,7 +61,9 @@ def test_checkpoints_hold_every_learner_and_its_steps(compose: Compose, tmp_path
     state = json.loads((run.checkpoint(second) / "state.json").read_text())
     assert set(state["kind"]["key_steps"]) == {"player_1", "player_2"}
     assert sum(state["kind"]["key_steps"].values()) == second - 2  # each key's last move closes in the next game
-    assert DQN.load(run.learner_model("player_1", second)).num_timesteps == state["kind"]["key_steps"]["player_1"]
+    assert (
+        DQN.load(run.models(second).learner("player_1").model).num_timesteps == state["kind"]["key_steps"]["player_1"]
+    )
 
 
 def test_sigkilled_multiagent_run_resumes(tmp_path: Path) -> None:
@@ -91,13 +93,13 @@ def test_sigkilled_multiagent_run_resumes(tmp_path: Path) -> None:
     assert json.loads(run.metrics.read_text())["train/timesteps"] == 4000
     # each learner went on from its checkpoint's step count: together they count about the whole run's moves (a
     # move still open at the checkpoint or at the end is not counted), not only the moves after the kill
-    final = {key: DQN.load(run.learner_model(key)).num_timesteps for key in key_steps}
+    final = {key: DQN.load(run.models().learner(key).model).num_timesteps for key in key_steps}
     assert all(final[key] > steps for key, steps in key_steps.items())
     assert 4000 - 10 <= sum(final.values()) <= 4000
     frames = [int(line.split(",")[0]) for line in run.returns100.read_text().splitlines()[1:]]
     assert frames == sorted(frames) and 4000 - 9 <= frames[-1] <= 4000  # the last finished game's frame
     for key in key_steps:  # each learner's TensorBoard curve goes on from its checkpoint instead of doubling back
-        steps = _event_steps(RunDir(run.learner_dir(key)))
+        steps = _event_steps(RunDir(run.models().learner(key).path))
         assert steps == sorted(steps)
 
 
@@ -135,7 +137,7 @@ def test_sigusr2_checkpoints_a_multiagent_run_that_resumes_its_seat_rotation(com
     signalled_at = int(checkpoint.name)
     state = json.loads((checkpoint / "state.json").read_text())["kind"]
     assert 0 < signalled_at < 3000 and state["seat_episode"] >= 100
-    assert DQN.load(run.learner_model("player_1", signalled_at)).num_timesteps == state["key_steps"]["player_1"]
+    assert DQN.load(run.models(signalled_at).learner("player_1").model).num_timesteps == state["key_steps"]["player_1"]
 
     resume = compose([f"resume={run.path}"])
     plan = MultiAgent().plan(resume, [])

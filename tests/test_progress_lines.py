@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rlzoo.progress_lines import PhaseProgress, ProgressLines, duration, progress_mode
+from rlzoo.progress_lines import Pace, PhaseProgress, ProgressLines, duration, progress_mode
 
 
 class Clock:
@@ -57,6 +57,53 @@ def test_a_short_phase_stays_quiet_and_an_unknown_total_has_no_eta() -> None:
     lines.update(0)
     assert stream.getvalue() == "waiting: 0 jobs, elapsed 1:02:05\n"  # no rate before any progress
     assert duration(59.9) == "0:59"
+
+
+def test_phases_on_one_stream_keep_one_pace() -> None:
+    """A short training then a test phase: the test phase's first line is due ten seconds after the training began
+    (it wrote none), then ten seconds after the last line, whichever phase wrote it."""
+    stream, clock, pace = io.StringIO(), Clock(), Pace()
+    training = ProgressLines("training", 64, "steps", stream=stream, clock=clock, pace=pace)
+    clock.now += 9.0
+    training.finish(64)  # nine seconds: quiet
+    clock.now += 0.5
+    test = ProgressLines("test episodes", 10, "episodes", stream=stream, clock=clock, pace=pace)
+    test.update(0)
+    assert stream.getvalue() == ""
+    clock.now += 0.5
+    test.update(1)  # ten seconds since the log last grew
+    clock.now += 9.0
+    test.update(5)
+    later = ProgressLines("replay", 3, "episodes", stream=stream, clock=clock, pace=pace)
+    clock.now += 1.0
+    later.update(1)
+    assert [line.split(", ")[0] for line in stream.getvalue().splitlines()] == [
+        "test episodes: 1/10 episodes (10%)", "replay: 1/3 episodes (33%)"
+    ]  # fmt: skip
+
+
+def test_before_a_pause_a_line_comes_when_one_falls_due_during_it() -> None:
+    stream, clock = io.StringIO(), Clock()
+    lines = ProgressLines("training", 2048, "steps", stream=stream, clock=clock)
+    clock.now += 4.0
+    lines.before_pause(1024, 5.9)  # a policy update of ~5.9 s follows
+    assert stream.getvalue() == ""
+    lines.before_pause(1024, 6.0)
+    assert stream.getvalue().startswith("training: 1,024/2,048 steps (50%), ") and lines.due == clock.now + 10.0
+
+
+def test_training_writes_a_line_before_an_update_that_would_pass_the_due_time() -> None:
+    from rlzoo.training.budget import LineProgress
+
+    stream, clock = io.StringIO(), Clock()
+    callback = LineProgress(ProgressLines("training", 4096, "steps", stream=stream, clock=clock), lambda: 1024)
+    clock.now += 2.0
+    callback.on_rollout_end()  # the first update: its length is not known yet
+    clock.now += 6.0
+    callback.on_rollout_start()
+    clock.now += 2.0 - 1e-6
+    callback.on_rollout_end()  # 10 s is due during the next update, as long as the last (6 s)
+    assert stream.getvalue().startswith("training: 1,024/4,096 steps (25%), ")
 
 
 @pytest.mark.parametrize(

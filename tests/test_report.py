@@ -93,8 +93,7 @@ def test_the_page_renders_in_chromium(sweep: Path, chromium: Any, tmp_path: Path
     assert sorted(r[2] for r in rows[1:]) == ["ground_truth", "random"] and all(r[4] == "2" for r in rows[1:])
     (random_p,) = [row.p_value for row in page.comparison.rows if row.group.srl_model == "random"]
     assert next(r for r in rows[1:] if r[2] == "random")[-1] == f"{random_p:.3g}" and 0.0 <= random_p <= 1.0
-    # MobileRobot reports is_success: each group's mean test success rate
-    success = rows[0].index("test success (mean ± SE)")
+    success = rows[0].index("test success (mean ± SE)")  # MobileRobot reports is_success: mean test success rates
     assert all(r[success].endswith("%") for r in rows[1:]), rows
     captions = [c for c in chromium.execute_script(CAPTIONS) if "seed" in c]
     assert sorted(c.split(",")[0] for c in captions) == ["PPO / ground_truth", "PPO / random"], captions

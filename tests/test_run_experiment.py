@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rlzoo import State, load_agent, preset, run_experiment
-from rlzoo.agents.run_experiment import experiment_overrides
 from rlzoo.errors import ConfigError
 from rlzoo.rundir import RunDir
+from rlzoo.single_agent.experiment import experiment_overrides
 
 CUSTOM = Path(__file__).parent / "custom_algorithm"
 TINY = ["+algo.policy_kwargs.net_arch=[16]", "n_envs=1", "checkpoint_freq=0", "verbose=0"]

@@ -42,12 +42,14 @@ from omegaconf import DictConfig, OmegaConf
 
 import rlzoo
 from conftest import TINY_ALGO_RUNS, TINY_RUN
+from rlzoo.checkpoint_format import REPLAY, RUN_STATE, RUN_STATE_ARRAYS
 from rlzoo.config import compose_config
 from rlzoo.enjoy import EnjoySettings, enjoy
 from rlzoo.errors import ConfigError
 from rlzoo.kinds import load_agent
+from rlzoo.model_files import LEARNERS_STATE
 from rlzoo.playback.loading import load_run
-from rlzoo.rundir import LEARNERS_STATE, MODEL, REPLAY, RUN_STATE, RUN_STATE_ARRAYS, RunDir
+from rlzoo.rundir import MODEL, RunDir
 from rlzoo.train import train
 
 PPO = ["algo=ppo", *TINY_ALGO_RUNS["ppo"], *TINY_RUN, "test_episodes=0"]

@@ -24,6 +24,8 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.config import CONFIG_DIR, compose_config
+from rlzoo.loggers.wandb_state import state_file
+from rlzoo.multiagent.run_files import agent_returns100_files
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from test_exact_resume import episodes, figures, weights_hash
@@ -250,7 +252,7 @@ def test_signalled_job_is_requeued_and_resumes_its_curve(slurm_cluster: None, sw
     config = run.read_config()
     assert config.seed == 0 and config.total_timesteps == total
     ids, points = synced(run)  # what `wandb sync <run dir>/wandb` sends
-    assert ids == {json.loads(run.wandb_state.read_text())["id"]}  # the requeued job continues the same W&B run
+    assert ids == {json.loads(state_file(run).read_text())["id"]}  # the requeued job continues the same W&B run
     assert [point["_step"] for point in points] == list(range(len(points)))
     steps = [point["global_step"] for point in points]
     assert steps == sorted(steps) and len(set(steps)) == len(steps), steps  # one W&B curve, continued
@@ -295,7 +297,7 @@ def test_signalled_multiagent_job_is_requeued_and_resumes_every_learner(
     state = json.loads((run.checkpoint(resumed_from) / "state.json").read_text())["kind"]
     assert state["seat_episode"] > 0 and "player_1" in state["key_steps"]
     assert json.loads(run.metrics.read_text())["train/timesteps"] == total
-    assert _num_timesteps(run.learner_model("player_1")) > state["key_steps"]["player_1"]  # went on from there
-    for path in [run.returns100, *run.agent_returns100_files().values()]:
+    assert _num_timesteps(run.models().learner("player_1").model) > state["key_steps"]["player_1"]  # went on from there
+    for path in [run.returns100, *agent_returns100_files(run).values()]:
         frames = _curve_frames(path)
         assert total - 9 <= frames[-1] <= total and frames[-1] > resumed_from, frames  # the last finished game

@@ -19,7 +19,7 @@ from wandb.cli.beta_sync import _find_wandb_files
 from conftest import Compose
 from rlzoo.errors import Refused
 from rlzoo.loggers.outputs import WandbWriter
-from rlzoo.loggers.wandb_state import WandbState, set_aside
+from rlzoo.loggers.wandb_state import WandbState, history_file, set_aside, state_file
 from rlzoo.rundir import RunDir
 from rlzoo.train import train
 from test_exact_resume import stop_after
@@ -75,7 +75,7 @@ def untimed(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def check_one_history(run: RunDir, whole: RunDir) -> None:
     """``run``'s W&B history, as synced, is ``whole``'s: one run id, each point once, ``_step`` 0, 1, 2 ..."""
     ids, points = synced(run)
-    assert ids == {json.loads(run.wandb_state.read_text())["id"]}
+    assert ids == {json.loads(state_file(run).read_text())["id"]}
     steps = [point["_step"] for point in points]
     assert steps == list(range(len(points))), f"_step across the synced files: {steps}"
     global_steps = [point["global_step"] for point in points]
@@ -101,8 +101,8 @@ def killed_at(run: RunDir, steps: int) -> None:
     ends = [end for record, end in wandb_records_with_ends(path) if _global_step(record) == steps]
     with path.open("r+b") as stream:
         stream.truncate(ends[0] + 10)
-    state = json.loads(run.wandb_state.read_text())
-    run.wandb_state.write_text(json.dumps({**state, "step": steps + 128}))
+    state = json.loads(state_file(run).read_text())
+    state_file(run).write_text(json.dumps({**state, "step": steps + 128}))
 
 
 def _global_step(record: Any) -> int | None:
@@ -126,9 +126,9 @@ def test_a_run_cut_back_to_a_checkpoint_and_resumed_syncs_the_uninterrupted_hist
 def _logged_past_checkpoint(run: RunDir) -> bool:
     """Two checkpoints written, and W&B given the points up to the newest one or later."""
     checkpoints = run.checkpoints()
-    if len(checkpoints) < 2 or not run.wandb_state.is_file():
+    if len(checkpoints) < 2 or not state_file(run).is_file():
         return False
-    return int(json.loads(run.wandb_state.read_text())["step"]) >= int(checkpoints[-1].name)
+    return int(json.loads(state_file(run).read_text())["step"]) >= int(checkpoints[-1].name)
 
 
 def test_a_sigkilled_run_resumed_syncs_the_uninterrupted_history(
@@ -160,7 +160,7 @@ def test_offline_writer_logs_every_point_and_keeps_its_copy(tmp_path: Path) -> N
     for step in (128, 256):
         writer.write({"rollout/ep_rew_mean": 1.0, "note": "text"}, {}, step)
     assert [values["global_step"] for values in recorded.logged] == [128, 256]
-    lines = [json.loads(line) for line in run.wandb_history.read_text().splitlines()]
+    lines = [json.loads(line) for line in history_file(run).read_text().splitlines()]
     assert [line["values"] for line in lines] == [{"rollout/ep_rew_mean": 1.0, "global_step": s} for s in (128, 256)]
 
 
@@ -173,7 +173,7 @@ def test_online_writer_drops_steps_wandb_has(tmp_path: Path) -> None:
     for step in (128, 256, 300, 384, 384):
         writer.write({"rollout/ep_rew_mean": 1.0}, {}, step)
     assert [values["global_step"] for values in recorded.logged] == [384, 384]
-    assert json.loads(run.wandb_state.read_text()) == {"id": state.id, "step": 384}
+    assert json.loads(state_file(run).read_text()) == {"id": state.id, "step": 384}
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,7 @@ def test_online_writer_drops_steps_wandb_has(tmp_path: Path) -> None:
 )
 def test_a_foreign_wandb_history_is_refused_in_one_line(text: str, tmp_path: Path) -> None:
     run = RunDir(tmp_path)
-    run.wandb_history.write_bytes(text.encode(errors="surrogateescape"))
+    history_file(run).write_bytes(text.encode(errors="surrogateescape"))
     with pytest.raises(Refused, match=r"wandb_history.jsonl line 1 is not a W&B point as rlzoo writes them") as error:
         WandbState.of(run).points()
     assert "\n" not in str(error.value)
@@ -190,7 +190,7 @@ def test_a_foreign_wandb_history_is_refused_in_one_line(text: str, tmp_path: Pat
 
 def test_a_line_cut_short_by_a_kill_is_no_point_and_is_cut_off(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
-    run.wandb_history.write_text('{"time": 5.0, "values": {"global_step": 128}}\n{"time": 6.0, "val')
+    history_file(run).write_text('{"time": 5.0, "values": {"global_step": 128}}\n{"time": 6.0, "val')
     state = WandbState.of(run)
     assert state.points() == [(5.0, {"global_step": 128})]
     recorded = Recorded()
@@ -218,7 +218,7 @@ def test_a_resumed_run_with_a_foreign_wandb_history_is_refused_before_wandb_move
     whole = RunDir(tmp_path / "whole")
     train(compose(short, run_dir=whole.path))
     stopped = stop_after(whole.path, tmp_path / "stopped", 256)
-    with stopped.wandb_history.open("a") as stream:
+    with history_file(stopped).open("a") as stream:
         stream.write('{"time": 1.0, "values": {"global_step": "__import__"}}\n')
     before = sorted((stopped.path / "wandb").iterdir())
     with pytest.raises(Refused, match=r"wandb_history.jsonl line 5 is not a W&B point") as error:
@@ -242,11 +242,11 @@ def test_a_resumed_multiagent_run_syncs_one_history_for_every_learner(compose: C
     middle = int(whole.checkpoints()[-2].name)  # the second of three: checkpoints come at game ends
     stopped = stop_after(whole.path, tmp_path / "stopped", middle)
     (stopped.path / "models.json").unlink()  # the learners' final models not yet recorded
-    kept = json.loads((stopped.checkpoint(middle) / "state.json").read_text())["log_lines"][stopped.wandb_history.name]
+    kept = json.loads((stopped.checkpoint(middle) / "state.json").read_text())["log_lines"][history_file(stopped).name]
     train(compose(overrides, run_dir=stopped.path))
     assert stopped.resumes() == [middle]
     ids, points = synced(stopped)
-    assert ids == {json.loads(stopped.wandb_state.read_text())["id"]}
+    assert ids == {json.loads(state_file(stopped).read_text())["id"]}
     assert [point["_step"] for point in points] == list(range(len(points)))
     assert 0 < kept < len(points) and untimed(points) == untimed(expected)
     assert {key.split("/")[0] for point in points for key in point if "/" in key} >= {"player_1", "player_2"}

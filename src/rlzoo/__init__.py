@@ -20,7 +20,7 @@ _LAZY = {
     "load_agent": "rlzoo.kinds",
     "State": "rlzoo.agents.state",
     "StateArray": "rlzoo.agents.state",
-    "run_experiment": "rlzoo.agents.run_experiment",
+    "run_experiment": "rlzoo.single_agent.experiment",
     "MultiagentState": "rlzoo.multiagent.state",
     "Multiagent": "rlzoo.multiagent.state",
     "load_multiagent": "rlzoo.multiagent.agents",

@@ -114,16 +114,17 @@ def _check_choices() -> None:
         check_chosen_options(HydraConfig.get())
 
 
-def run_checked(main: Callable[[], object], entrypoint: str, config_name: str) -> None:
+def run_checked(main: Callable[[], object], entrypoint: str, config_name: str, sweeps_in: str | None = None) -> None:
     """Run a Hydra ``main`` once the command line's group options are checked: a missing one (``logger=tensorboard``)
     or ``group=null`` exits with one line, before Hydra composes anything (:func:`rlzoo.config.check_group_choices`);
-    so do a sweep without ``-m`` and a key the config lacks, given without ``+`` (:mod:`rlzoo.overrides`)."""
+    so do a sweep without ``-m`` and a key the config lacks, given without ``+`` (:mod:`rlzoo.overrides`; ``sweeps_in``:
+    the node of an entrypoint that takes its sweep as lists, see :func:`rlzoo.overrides.check_overrides`)."""
     from rlzoo.config import check_group_choices
     from rlzoo.overrides import check_overrides
 
     try:
         check_group_choices(config_name, sys.argv[1:])
-        check_overrides(config_name, sys.argv[1:])
+        check_overrides(config_name, sys.argv[1:], sweeps_in)
     except ConfigError as error:
         sys.exit(f"{entrypoint}: error: {error}")
     main()

@@ -6,8 +6,8 @@
   fds), and must be a regular file (no symlink, FIFO, device, folder);
 - every read is sized before it allocates: a byte cap per format, ``.npy`` headers (shape x dtype against the member
   and the memory budget), zip members' declared sizes, gzip and CSV streamed with byte and row caps;
-- writes land inside the folder given; an output folder rlzoo makes (``plots/``, ``results/``, ``enjoy/``,
-  ``.inflight/``) or a lock file is refused when it is a link.
+- writes land inside the folder given, through a fresh file (a log cut back on resume too); an output folder rlzoo
+  makes (``plots/``, ``results/``, ``enjoy/``, ``.inflight/``) or a lock file is refused when it is a link.
 
 Each refusal is one :class:`~rlzoo.errors.Refused` line naming the path, what it is and what is allowed.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import gzip
 import io
+import itertools
 import json
 import math
 import os
@@ -229,6 +230,20 @@ def _capped_lines(raw: IO[bytes], path: Path, byte_cap: int, rows: int) -> list[
     except (OSError, EOFError, gzip.BadGzipFile) as error:
         raise Refused(f"{path} cannot be read ({type(error).__name__}: {error})") from None
     return lines
+
+
+def count_lines(folder: Path, name: str | PurePosixPath) -> int:
+    """The complete lines (ending in a newline) of a file of ``folder``, streamed (a half-written last line is not
+    counted); at most the memory budget's bytes."""
+    with open_regular(folder, name, memory_budget()) as stream:
+        return sum(1 for line in stream if line.endswith(b"\n"))
+
+
+def keep_lines(folder: Path, name: str | PurePosixPath, keep: int) -> None:
+    """Cut a file of ``folder`` back to its first ``keep`` lines, written through a fresh file (:func:`write_bytes`)."""
+    with open_regular(folder, name, memory_budget()) as stream:
+        kept = b"".join(itertools.islice(stream, keep))
+    write_bytes(folder, name, kept)
 
 
 def check_zip_member(info: zipfile.ZipInfo, where: object, cap: int, ratio: int = ZIP_RATIO) -> None:

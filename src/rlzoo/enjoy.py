@@ -17,15 +17,15 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
 from rlzoo.confined import MEMORY_KEY, budget_gib, memory_budget_of, output_folder
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.kinds import KIND_PACKAGES  # noqa: F401  (every kind of run, registered)
-from rlzoo.playback.loading import model_folder
+from rlzoo.playback.loading import enjoy_dir, model_folder
 from rlzoo.playback.video import write_video
-from rlzoo.rundir import FINAL, LATEST, MODEL, RunDir
+from rlzoo.rundir import FINAL, LATEST, RunDir
 from rlzoo.schema import at_least, parse
 from rlzoo.training.kind import ReplayRequest, kind_of_run
 
@@ -115,7 +115,7 @@ def replay_request(settings: EnjoySettings, run: RunDir) -> ReplayRequest:
     """What ``settings`` ask a run's kind to replay."""
     return ReplayRequest(
         settings.checkpoint, settings.n_episodes, settings.deterministic, settings.seed, settings.video,
-        settings.plot, run.enjoy_dir, stem_suffix(settings), settings.trusted, settings.allow,
+        settings.plot, enjoy_dir(run), stem_suffix(settings), settings.trusted, settings.allow,
     )  # fmt: skip
 
 
@@ -127,7 +127,7 @@ def enjoy(settings: EnjoySettings, log: Callable[[str], None] = print) -> Replay
         replayed = kind.replay(run, replay_request(settings, run))
     log(f"rlzoo.enjoy: {replayed.summary}")
     stem = file_stem(replayed.label, settings)
-    out = run.enjoy_dir
+    out = enjoy_dir(run)
     output_folder(out)
     files = [out / f"{stem}_returns.csv"]
     atomic_write_text(files[0], replayed.table)
@@ -152,7 +152,7 @@ def watch(
             folder, steps = model_folder(run, LATEST)
         except ConfigError:
             folder, steps = None, None  # no model yet
-        if folder is not None and (key := (folder, (folder / MODEL).stat().st_mtime_ns)) != seen:
+        if folder is not None and (key := (folder.path, folder.model.stat().st_mtime_ns)) != seen:
             seen = key
             checkpoint = FINAL if steps is None else steps
             replays.append(enjoy(_with(settings, checkpoint=checkpoint), log))
@@ -184,4 +184,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.enjoy", "enjoy")

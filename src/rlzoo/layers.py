@@ -5,8 +5,9 @@ never one above, and no import goes in a circle (``tests/test_layers.py`` walks 
 layer   name                modules
 ======  ==================  ===========================================================================================
 0       ground floor        errors, files, confined, schema, kwargs_check, hardware, precision, gc_tuning, config,
-                            model_files, rundir, cli, layers, jax_weights, provenance, registry, untrusted, overrides,
-                            progress_lines, stateful, float_path (no rlzoo imports but each other)
+                            model_files, checkpoint_format, rundir, cli, layers, jax_weights, provenance, registry,
+                            untrusted, overrides, progress_lines, stateful, float_path (no rlzoo imports but each
+                            other)
 1       envs                envs (numpy + gymnasium; its batched vec env adds SB3), the ``rlzoo`` package itself
                             (``rlzoo/__init__.py`` only: every other module must be named by a layer)
 2       any_env             any_env: EnvSpec, making any Gymnasium id, observation modes, extras
@@ -17,13 +18,13 @@ layer   name                modules
 7       training            training: plan, build, budget, callbacks, resume (run state, replay chunks), fine-tune,
                             the kinds of run (protocol, registry, resolver), the one run skeleton
 8       results, playback   results (reading many runs), playback (loading one trained run, plots, videos)
-9       agents,             agents: the agent API (state, presets, test agents, run_experiment); single_agent: the
-        single_agent        single-agent kind of run and how its runs learn
-10      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
+9       agents              agents: the agent API (state, presets, training agents, test agents)
+10      single_agent        single_agent: the single-agent kind of run, how its runs learn, run_experiment
+11      multiagent          multiagent: PettingZoo adapter, multi-agent state, agents, learners, plan, the
                             multi-agent kind of run and its checkpoints' run state
-11      kinds               kinds: every kind's package imported (so registered), load_agent
-12      tune, reporting     tune (Optuna studies), reporting (figures, report page)
-13      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline,
+12      kinds               kinds: every kind's package imported (so registered), load_agent
+13      tune, reporting     tune (Optuna studies), reporting (figures, report page)
+14      entrypoints         train, collect, enjoy, plot, report, srl.train, srl.evaluate, tune.command, pipeline,
                             records
 ======  ==================  ===========================================================================================
 """
@@ -47,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "rlzoo.gc_tuning",
             "rlzoo.config",
             "rlzoo.model_files",
+            "rlzoo.checkpoint_format",
             "rlzoo.rundir",
             "rlzoo.cli",
             "rlzoo.layers",
@@ -68,7 +70,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("loggers", ("rlzoo.loggers",)),
     ("training", ("rlzoo.training",)),
     ("results, playback", ("rlzoo.results", "rlzoo.playback")),
-    ("agents, single_agent", ("rlzoo.agents", "rlzoo.single_agent")),
+    ("agents", ("rlzoo.agents",)),
+    ("single_agent", ("rlzoo.single_agent",)),
     ("multiagent", ("rlzoo.multiagent",)),
     ("kinds", ("rlzoo.kinds",)),
     ("tune, reporting", ("rlzoo.tune", "rlzoo.reporting")),

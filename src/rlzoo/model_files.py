@@ -1,18 +1,21 @@
-"""The model files of a run dir (``model.zip`` + ``obs_norm.npz``, a multi-agent run's ``models/<learner>/``): saved
-atomically, observation statistics as plain arrays (no pickle). The rest of the format is :mod:`rlzoo.rundir`'s."""
+"""The model files of a run dir: a :class:`ModelFolder` (``model.zip`` + ``obs_norm.npz``, SBX's weights beside, a
+run of several learners' ``models/<learner>/`` and ``models.json``), saved atomically, observation statistics as plain
+arrays (no pickle). The rest of the format is :mod:`rlzoo.rundir`'s and :mod:`rlzoo.checkpoint_format`'s."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rlzoo.confined import load_npz
+from rlzoo.confined import load_npz, read_json
 from rlzoo.errors import ConfigError, Refused
-from rlzoo.files import atomic_path
-from rlzoo.jax_weights import save_jax_weights
+from rlzoo.files import atomic_path, atomic_write_text
+from rlzoo.jax_weights import JAX_WEIGHTS, save_jax_weights
 
 if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -21,7 +24,8 @@ if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where ru
 
 MODEL = "model.zip"
 OBS_NORM = "obs_norm.npz"
-LEARNERS = "models"  # multi-agent runs: models/<learner>/model.zip
+LEARNERS = "models"  # a run of several learners (multi-agent): models/<learner>/model.zip
+LEARNERS_STATE = "models.json"  # ... written once every learner's final model is saved
 
 
 def save_obs_norm(path: Path, normalizer: VecNormalize) -> None:
@@ -99,3 +103,63 @@ def save_models(
 def has_model(folder: Path) -> bool:
     """``folder`` holds a saved model: ``model.zip``, or a multi-agent run's ``models/<learner>/model.zip``."""
     return (folder / MODEL).is_file() or any((folder / LEARNERS).glob(f"*/{MODEL}"))
+
+
+@dataclass(frozen=True)
+class ModelFolder:
+    """A folder holding a saved model and its normaliser: a run dir (its final model), a checkpoint, ``best/``; a run
+    of several learners holds each learner's in ``models/<learner>/`` (:meth:`learner`)."""
+
+    path: Path
+
+    @property
+    def model(self) -> Path:
+        return self.path / MODEL
+
+    @property
+    def obs_norm(self) -> Path:
+        """The observation statistics' file (absent when the run did not normalise)."""
+        return self.path / OBS_NORM
+
+    @property
+    def jax_weights(self) -> Path:
+        """An SBX model's weights as data (:mod:`rlzoo.jax_weights`)."""
+        return self.path / JAX_WEIGHTS
+
+    def learner(self, name: str) -> ModelFolder:
+        """The folder of learner ``name`` of a run of several learners."""
+        return ModelFolder(self.path / LEARNERS / name)
+
+    def holds_model(self) -> bool:
+        """A model is saved here: ``model.zip``, or a learner's (:func:`has_model`)."""
+        return has_model(self.path)
+
+    def trained(self) -> bool:
+        """The final model is here: ``model.zip``, or (several learners) ``models.json``, written once every
+        learner's model is (:meth:`save_learners`)."""
+        return self.model.is_file() or (self.path / LEARNERS_STATE).is_file()
+
+    def load_obs_norm(self) -> ObsNorm | None:
+        """The saved observation statistics (None: the run did not normalise)."""
+        return load_obs_norm(self.obs_norm) if self.obs_norm.is_file() else None
+
+    def restore_obs_norm(self, normalizer: VecNormalize | None) -> None:
+        """Put the saved statistics into ``normalizer``, which goes on updating them (None, or none saved: nothing)."""
+        saved = self.load_obs_norm() if normalizer is not None else None
+        if normalizer is not None and saved is not None:
+            normalizer.obs_rms = saved.rms  # type: ignore[assignment]  # SB3 types it for dicts
+
+    def save_learners(self, models: Mapping[str, BaseAlgorithm], state: dict[str, Any]) -> None:
+        """Save the final models of several learners, each in ``models/<name>/``, then ``state`` (``models.json``),
+        which marks them saved (:meth:`trained`)."""
+        for name, model in models.items():
+            save_model(self.learner(name).path, model, None)
+        atomic_write_text(self.path / LEARNERS_STATE, json.dumps(state) + "\n")
+
+    def learners_state(self) -> dict[str, Any]:
+        """What :meth:`save_learners` recorded beside the learners' final models (empty: none recorded)."""
+        path = self.path / LEARNERS_STATE
+        values = read_json(self.path, LEARNERS_STATE) if path.is_file() else {}
+        if not isinstance(values, dict):
+            raise Refused(f"{path} does not hold a mapping")
+        return values

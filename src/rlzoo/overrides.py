@@ -39,10 +39,12 @@ def hydra_overrides(arguments: Sequence[str]) -> list[str] | None:
     return overrides
 
 
-def check_overrides(config_name: str, arguments: Sequence[str]) -> None:
+def check_overrides(config_name: str, arguments: Sequence[str], sweeps_in: str | None = None) -> None:
     """Refuse a sweep without ``-m`` and a key without ``+`` that ``config_name``'s config does not have.
 
     :param arguments: the command line after the command (``sys.argv[1:]``).
+    :param sweeps_in: the config node where the entrypoint takes its sweep axes as lists (the pipeline's
+        ``pipeline.sweep``), which the message names instead of ``-m``; None: a sweep runs with ``-m``.
     :raise ConfigError: one line naming the override and what to do (``add -m``, ``did you mean ...``).
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -54,13 +56,8 @@ def check_overrides(config_name: str, arguments: Sequence[str]) -> None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception:  # a syntax error: Hydra's own message says where
         return
-    multirun = any(flag in arguments for flag in MULTIRUN_FLAGS)
-    for override in parsed:
-        if override.is_sweep_override() and not multirun:
-            raise ConfigError(
-                f"{override.input_line} is a sweep (one job per value): add -m / --multirun to run it, or give one "
-                "value"
-            )
+    if not any(flag in arguments for flag in MULTIRUN_FLAGS):
+        _refuse_sweeps(parsed, config_name, sweeps_in)
     groups = entry_groups(config_name)
     singles = {_one_value(o): str(o.input_line) for o in parsed if not o.key_or_group.startswith("hydra")}
     chosen = {o.key_or_group: o.value() for o in parsed if o.key_or_group in groups and not o.is_sweep_override()}
@@ -69,11 +66,36 @@ def check_overrides(config_name: str, arguments: Sequence[str]) -> None:
         _compose_or_explain(config_name, singles)
 
 
+def _refuse_sweeps(parsed: list[Any], config_name: str, sweeps_in: str | None) -> None:
+    """A sweep in a command without ``-m``: one line saying how this entrypoint runs one."""
+    sweep = next((o for o in parsed if o.is_sweep_override()), None)
+    if sweep is None:
+        return
+    line = f"{sweep.input_line} is a sweep (one job per value)"
+    if sweeps_in is None:
+        raise ConfigError(f"{line}: add -m / --multirun to run it, or give one value")
+    key = str(sweep.key_or_group).lstrip("+~")
+    axis = key if key.startswith(f"{sweeps_in}.") else f"{sweeps_in}.{key}"
+    plus = "" if any(_has_key(path, axis) for path in _entry_yamls(config_name)) else "+"
+    values = _values(sweep)
+    listed = f"{plus}{axis}=[{','.join(values)}]" if values else f"{plus}{axis}=[...]"
+    raise ConfigError(f"{line}: this command runs its sweep from {sweeps_in}: write {listed}, or give one value")
+
+
+def _values(override: Any) -> list[str]:
+    """The values of a sweep override (none for one that cannot be listed: ``interval(0,1)``)."""
+    try:
+        return [str(value) for value in override.sweep_string_iterator()]
+    except Exception:  # an interval, or a glob (which needs Hydra's config loader)
+        return []
+
+
 def _one_value(override: Any) -> str:
-    """A sweep override as its first value (enough to check the key)."""
+    """A sweep override as its first value (enough to check the key): an interval's start."""
     if not override.is_sweep_override():
         return str(override.input_line)
-    first = next(iter(override.sweep_string_iterator()), "null")
+    start = getattr(override.value(), "start", None)
+    first = next(iter(_values(override)), "null" if start is None else str(start))
     return f"{override.get_key_element()}={first}"
 
 
@@ -85,11 +107,12 @@ def _suspect(override: Any, config_name: str, groups: dict[str, Any], chosen: di
         return False
     if key in groups or "@" in key:
         return False
+    if any(_has_key(path, key) for path in _entry_yamls(config_name)):  # the pipeline's own pipeline.dir
+        return False
     head, _, rest = key.partition(".")
-    if head in groups and rest:
-        option = chosen.get(head, groups[head])
-        return not isinstance(option, str) or not _has_key(_option_yaml(head, option), rest)
-    return not any(_has_key(path, key) for path in _entry_yamls(config_name))
+    option = chosen.get(head, groups.get(head))
+    in_option = head in groups and bool(rest) and isinstance(option, str) and _has_key(_option_yaml(head, option), rest)
+    return not in_option
 
 
 def _entry_yamls(config_name: str) -> list[Path]:

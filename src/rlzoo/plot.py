@@ -14,7 +14,7 @@ from typing import Literal
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
 from rlzoo.confined import output_folder
 from rlzoo.errors import ConfigError
@@ -115,4 +115,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.plot", "plot")

@@ -4,6 +4,11 @@ every long phase of every entrypoint reports through one :class:`ProgressLines` 
 A line says what a terminal's progress bar shows: ``training: 12,288/100,000 steps (12%), 1,024 steps/s, elapsed
 0:12, 1:26 left``. :meth:`ProgressLines.update` costs one clock read; a line is written at most every
 :data:`LINE_SECONDS` (the first after that long: a short phase writes nothing).
+
+The phases writing to stderr keep one pace (:data:`STDERR_PACE`): a phase's first line is due that long after the last
+line any phase wrote, or after the first of the silent phases before it began, not after its own start, so that a
+short training followed by a short test phase still grows the log every ~10 s (a log that stays the same for long
+looks hung). The pace is the process's, like stderr itself: a sweep's jobs in one process share it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,22 @@ from typing import Any, Literal, TextIO
 LINE_SECONDS = 10.0  # at most one line this often; work steps longer than ~20 s are the only way to go longer
 
 Mode = Literal["bar", "lines"] | None
+
+
+class Pace:
+    """When the phases writing to one stream last wrote a line, or when the first of the silent ones began."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def quiet_since(self, started: float) -> float:
+        """When the stream went quiet, for a phase that starts at ``started``."""
+        if self.since is None:
+            self.since = started
+        return self.since
+
+
+STDERR_PACE = Pace()  # the pace of the phases writing to stderr on the monotonic clock
 
 
 def progress_mode(setting: bool | str, *, sweep: bool = False, stream: TextIO | None = None) -> Mode:
@@ -43,6 +64,8 @@ class ProgressLines:
     :param done: units done before this phase started (a resumed run's): the rate counts this phase's only.
     :param every: seconds between two lines (default :data:`LINE_SECONDS`).
     :param clock: the time source (seconds, monotonic).
+    :param pace: the pace this phase keeps with the others writing to its stream (default: :data:`STDERR_PACE` for
+        stderr on the monotonic clock, else its own).
     """
 
     def __init__(
@@ -55,12 +78,14 @@ class ProgressLines:
         every: float | None = None,
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pace: Pace | None = None,
     ) -> None:
         self.phase, self.total, self.unit = phase, total, unit
         self.every = LINE_SECONDS if every is None else every
         self.stream, self.clock = stream, clock
         self.started, self.first = clock(), done
-        self.due = self.started + self.every
+        self.pace = STDERR_PACE if pace is None and stream is None and clock is time.monotonic else pace
+        self.due = (self.started if self.pace is None else self.pace.quiet_since(self.started)) + self.every
         self.written = 0
 
     def update(self, done: int, note: str = "") -> None:
@@ -68,6 +93,13 @@ class ProgressLines:
         now = self.clock()
         if now >= self.due:
             self.write(done, now, note)
+
+    def before_pause(self, done: int, seconds: float) -> None:
+        """``done`` units so far, before work of about ``seconds`` that cannot report (a policy update): a line now
+        when one would be due before that work ends."""
+        now = self.clock()
+        if now + seconds >= self.due:
+            self.write(done, now)
 
     def write(self, done: int, now: float | None = None, note: str = "") -> None:
         """Write the line for ``done`` units now."""
@@ -77,6 +109,8 @@ class ProgressLines:
         stream.flush()
         self.written += 1
         self.due = now + self.every
+        if self.pace is not None:
+            self.pace.since = now
 
     def finish(self, done: int, note: str = "") -> None:
         """The phase ended: a last line, when it wrote any (a short phase stays quiet)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
 from rlzoo.errors import ConfigError
 from rlzoo.pipeline.rerun import rerun_record
@@ -92,4 +92,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.records", "records")

@@ -14,7 +14,7 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
 from rlzoo.confined import MEMORY_KEY, budget_gib, memory_budget_of
 from rlzoo.errors import ConfigError
@@ -71,4 +71,4 @@ def _write(settings: ReportSettings, out: Path | None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_checked(main, "rlzoo.report", "report")

@@ -1,14 +1,12 @@
-"""The run-directory format: the one place that knows file names and what is written when.
+"""The run-directory format: the one place that knows the core's file names and what is written when.
 
 A run directory holds::
 
     config.yaml            the resolved config (written before training starts)
     model.zip              final model, loadable with plain ``stable_baselines3.<ALGO>.load``
     obs_norm.npz           final observation-normalisation statistics (when ``normalize`` is on)
-    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) + state.json (log lengths, for resume) + run_state.json
-                           and run_state.npz (generators, envs, SB3's runtime state, the replay chunk list); atomic
-    replay/<steps>.npz     the rows an off-policy run's replay buffer gained up to checkpoint <steps> (plain arrays)
-    replay/<key>/<steps>.npz  a multi-agent run's: each learning key's rows, up to <steps> of that key's own
+    checkpoints/<steps>/   periodic model.zip (+ obs_norm.npz) and resume state (:mod:`rlzoo.checkpoint_format`)
+    replay/                an off-policy run's replay buffer chunks (:mod:`rlzoo.checkpoint_format`)
     monitor/<rank>.monitor.csv   per-env episode logs (SB3 Monitor; ``.monitor.csv.gz`` in a result record)
     returns100.csv         frame,mean,std,max,min over non-overlapping 100-episode windows (+ final partial)
     progress.csv, tb/      SB3 metrics as CSV and TensorBoard events
@@ -19,35 +17,40 @@ A run directory holds::
     best/                  the best evaluated model.zip (+ obs_norm.npz): ``checkpoint=best``
     resumes.csv            one row per resume: time,steps (the checkpoint it continued from)
     error.txt              the error of a sweep job that failed
-    models/<learner>/      a multi-agent run's model.zip (+ progress.csv) per learner (an agent key, or ``shared``)
-    models.json            a multi-agent run's steps trained, written once every learner's final model is saved
-    returns100/<agent>.csv a multi-agent run's returns100 per agent key (returns100.csv: the learners' return)
-    test_returns_agents.csv  a multi-agent run's test episodes: episode,<agent>,... (test_returns.csv: the learners')
+    models/<learner>/      a run of several learners' model.zip (+ progress.csv) per learner (an agent key, or
+                           ``shared``); models.json once every final model is saved (:mod:`rlzoo.model_files`)
     provenance.json        commit, command, platform, threads, precisions (``rlzoo.provenance``); written before metrics
     metrics.json           summary; written last, so its presence means the run finished
     .lock                  held (flock) by the process training here, with its pid; removed when it ends
+
+The parts above the ground floor declare their own files: a kind's (the multi-agent per-agent curves and test
+returns, :mod:`rlzoo.multiagent.run_files`; a kind's logs reach :meth:`RunDir.log_files` through ``kind_logs``),
+W&B's (``wandb.json``, ``wandb_history.jsonl``: :mod:`rlzoo.loggers.wandb_state`) and replay's (``enjoy/``:
+:mod:`rlzoo.playback.loading`).
 """
 
 from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.checkpoint_format import CHECKPOINTS
 from rlzoo.confined import read_json, stream_lines
 from rlzoo.errors import ConfigError, Refused
-from rlzoo.files import atomic_folder, atomic_write_text, locked, write_pid
+from rlzoo.files import atomic_write_text, locked, write_pid
 from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
     LEARNERS,
     MODEL,
     OBS_NORM,
+    ModelFolder,
     ObsNorm,
     has_model,
     load_obs_norm,
@@ -56,10 +59,6 @@ from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the mod
     save_obs_norm,
 )
 from rlzoo.untrusted import read_yaml
-
-if TYPE_CHECKING:  # SB3 (and torch) are imported where runs train, not where run dirs are read
-    from stable_baselines3.common.base_class import BaseAlgorithm
-    from stable_baselines3.common.vec_env import VecNormalize
 
 CONFIG = "config.yaml"
 METRICS = "metrics.json"
@@ -71,13 +70,8 @@ RETURNS100_HEADER = "frame,mean,std,max,min"
 MONITOR_SUFFIX = ".monitor.csv"
 GZIP_SUFFIX = ".gz"
 PROGRESS = "progress.csv"
-CHECKPOINT_STATE = "state.json"
-RUN_STATE = "run_state.json"  # a checkpoint's generators, env and SB3 runtime state (training/run_state.py)
-RUN_STATE_ARRAYS = "run_state.npz"
-REPLAY = "replay"  # replay buffer chunks (training/buffer_chunks.py)
 RESUMES = "resumes.csv"
 ERROR = "error.txt"
-ENJOY = "enjoy"
 # The checkpoint vocabulary (``checkpoint=``, ``init_from=<run dir>:``, ``load_agent(checkpoint=)``, the report), one
 # meaning each: see RunDir.find_model.
 FINAL = "final"  # the model saved when training ended (model.zip)
@@ -85,12 +79,7 @@ LATEST = "latest"  # the model written last: the final one when training ended, 
 BEST = "best"  # keep-best evaluation's best evaluated model: best/model.zip (+ obs_norm.npz)
 CHECKPOINT_CHOICES = f"{FINAL}, {LATEST}, {BEST} or the steps of a checkpoint"
 EVALUATIONS = "evaluations.csv"
-LEARNERS_STATE = "models.json"  # multi-agent runs: written once every learner's final model is saved
-AGENT_RETURNS100 = "returns100"  # multi-agent runs: returns100/<agent>.csv
-AGENT_TEST_RETURNS = "test_returns_agents.csv"
 LOCK = ".lock"
-WANDB_STATE = "wandb.json"  # the W&B run id and the last step W&B has (loggers/wandb_state.py)
-WANDB_HISTORY = "wandb_history.jsonl"  # every point logged to an offline W&B run, replayed on resume (the same)
 
 
 class RunDirInUse(ConfigError):
@@ -111,21 +100,30 @@ class RunDirFinished(ConfigError):
 
 @dataclass(frozen=True)
 class RunDir:
-    """Paths of one run directory and the writes that define its format."""
+    """Paths of one run directory and the writes that define its format.
+
+    :param kind_logs: glob patterns (relative to the run dir) of the logs a kind of run appends to beside the core's,
+        declared by the kind (a multi-agent run's per-agent curves): a resume cuts them back (:meth:`log_files`).
+    """
 
     path: Path
+    kind_logs: tuple[str, ...] = ()
 
     @property
     def config(self) -> Path:
         return self.path / CONFIG
 
+    def models(self, steps: int | None = None) -> ModelFolder:
+        """The folder of the final model(s), or of the checkpoint at ``steps``."""
+        return ModelFolder(self.path if steps is None else self.checkpoint(steps))
+
     @property
     def model(self) -> Path:
-        return self.path / MODEL
+        return self.models().model
 
     @property
     def obs_norm(self) -> Path:
-        return self.path / OBS_NORM
+        return self.models().obs_norm
 
     @property
     def metrics(self) -> Path:
@@ -152,22 +150,24 @@ class RunDir:
     def evaluations(self) -> Path:
         return self.path / EVALUATIONS
 
-    def best_model_folder(self) -> Path:
+    def best_model_folder(self) -> ModelFolder:
         """The folder of the best model, or one :class:`ConfigError` saying that the run kept none."""
-        model = self.best_dir / MODEL
-        if not model.is_file():
+        best = ModelFolder(self.best_dir)
+        if not best.model.is_file():
             raise ConfigError(
-                f"checkpoint=best: the run {self.path} has no best model ({model} is missing); only runs trained "
+                f"checkpoint=best: the run {self.path} has no best model ({best.model} is missing); only runs trained "
                 "with keep-best evaluation (eval_freq > 0) keep one; allowed: final, latest or a checkpoint's steps"
             )
-        return self.best_dir
+        return best
 
     def available_models(self) -> str:
         """The models this run has, in the checkpoint vocabulary (``final, 64, 128``), for messages."""
         names = ([FINAL] if self.model.is_file() else []) + [folder.name for folder in self.checkpoints()]
         return ", ".join(names) if names else f"none (no {MODEL} and no checkpoints/ yet)"
 
-    def find_model(self, checkpoint: int | str | None = FINAL, choose: str = "checkpoint=") -> tuple[Path, int | None]:
+    def find_model(
+        self, checkpoint: int | str | None = FINAL, choose: str = "checkpoint="
+    ) -> tuple[ModelFolder, int | None]:
         """The folder holding the model (``model.zip`` + ``obs_norm.npz``) that ``checkpoint`` names, and its steps
         (None for the final and the best model).
 
@@ -185,28 +185,23 @@ class RunDir:
                     f"run {self.path} has no final {MODEL} (still training, or stopped early); available: "
                     f"{self.available_models()}; choose one with {choose}<steps> or {choose}{LATEST}"
                 )
-            return self.path, None
+            return self.models(), None
         if checkpoint == LATEST:
             if self.model.is_file():
-                return self.path, None
+                return self.models(), None
             checkpoints = self.checkpoints()
             if not checkpoints:
                 raise ConfigError(f"run {self.path} has no model yet: no {MODEL} and no complete checkpoints/")
-            return checkpoints[-1], int(checkpoints[-1].name)
+            return ModelFolder(checkpoints[-1]), int(checkpoints[-1].name)
         if isinstance(checkpoint, str) and checkpoint.isdigit():
             checkpoint = int(checkpoint)
         if isinstance(checkpoint, bool) or not isinstance(checkpoint, int):
             raise ConfigError(f"{choose}{checkpoint!r}; allowed: {CHECKPOINT_CHOICES}")
-        if not has_model(self.checkpoint(checkpoint)):
+        if not self.models(checkpoint).holds_model():
             raise ConfigError(
                 f"{choose}{checkpoint} not found in run {self.path}; available: {self.available_models()}"
             )
-        return self.checkpoint(checkpoint), checkpoint
-
-    @property
-    def enjoy_dir(self) -> Path:
-        """Where replay (``rlzoo.enjoy``) writes its videos and plots."""
-        return self.path / ENJOY
+        return self.models(checkpoint), checkpoint
 
     def monitor_files(self) -> list[Path]:
         """The SB3 Monitor CSVs, one per env rank."""
@@ -222,20 +217,12 @@ class RunDir:
         return self.monitor_files() or sorted(self.monitor_dir.glob(f"*{MONITOR_SUFFIX}{GZIP_SUFFIX}"))
 
     @property
-    def wandb_state(self) -> Path:
-        return self.path / WANDB_STATE
-
-    @property
-    def wandb_history(self) -> Path:
-        return self.path / WANDB_HISTORY
-
-    @property
     def tensorboard_dir(self) -> Path:
         return self.path / "tb"
 
     @property
     def checkpoints_dir(self) -> Path:
-        return self.path / "checkpoints"
+        return self.path / CHECKPOINTS
 
     @property
     def progress(self) -> Path:
@@ -270,33 +257,16 @@ class RunDir:
         return sorted(folders, key=lambda p: int(p.name))
 
     def trained(self) -> bool:
-        """Training ended here: the final model is saved (a multi-agent run: ``models.json``, written once
-        every learner's model is in place)."""
-        return self.model.is_file() or (self.path / LEARNERS_STATE).is_file()
+        """Training ended here: the final model is saved (several learners': :meth:`ModelFolder.trained`)."""
+        return self.models().trained()
 
     def log_files(self) -> list[Path]:
-        """Every log a run appends to while it trains (what a resume cuts back): monitor files, returns100 (a
-        multi-agent run's per agent too), progress.csv (per learner too), evaluations.csv and the copy of the points
-        logged to W&B offline."""
+        """The core's and the kind's logs a run appends to while it trains (what a resume cuts back, with W&B's copy
+        of its points: :func:`rlzoo.training.resume.appended_logs`): monitor files, returns100, the kind's
+        (:attr:`kind_logs`), progress.csv (per learner too) and evaluations.csv."""
+        kind = [path for pattern in self.kind_logs for path in sorted(self.path.glob(pattern))]
         learners = sorted((self.path / LEARNERS).glob(f"*/{PROGRESS}"))
-        agents = list(self.agent_returns100_files().values())
-        logs = [*self.monitor_files(), self.returns100, *agents, self.progress, *learners, self.evaluations]
-        return [*logs, self.wandb_history]
-
-    def save_final(self, models: Mapping[str, BaseAlgorithm], state: dict[str, Any]) -> None:
-        """Save a multi-agent run's final learners (beside the logs already in ``models/<name>/``), then ``state``
-        (``models.json``: the steps trained), which marks the run trained (:meth:`trained`)."""
-        for name, model in models.items():
-            save_model(self.learner_dir(name), model, None)
-        atomic_write_text(self.path / LEARNERS_STATE, json.dumps(state) + "\n")
-
-    def final_state(self) -> dict[str, Any]:
-        """What :meth:`save_final` recorded beside a multi-agent run's final models (empty otherwise)."""
-        path = self.path / LEARNERS_STATE
-        values = read_json(self.path, LEARNERS_STATE) if path.is_file() else {}
-        if not isinstance(values, dict):
-            raise Refused(f"{path} does not hold a mapping")
-        return values
+        return [*self.monitor_files(), self.returns100, *kind, self.progress, *learners, self.evaluations]
 
     def is_finished(self) -> bool:
         return self.metrics.is_file()
@@ -343,27 +313,6 @@ class RunDir:
     def write_config(self, cfg: DictConfig) -> None:
         atomic_write_text(self.config, OmegaConf.to_yaml(cfg, resolve=True))
 
-    def save_checkpoint(
-        self,
-        steps: int,
-        model: BaseAlgorithm | Mapping[str, BaseAlgorithm],
-        normalizer: VecNormalize | None,
-        state: dict[str, Any] | None = None,
-        write_more: Callable[[Path], None] | None = None,
-    ) -> Path:
-        """Write a checkpoint folder that appears complete or not at all (``state``: JSON-able resume state;
-        ``model`` a mapping: a multi-agent run's learners, each in ``models/<name>/``; ``write_more``: writes more
-        files into the folder before it appears)."""
-        final = self.checkpoint(steps)
-        self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_folder(final) as staging:
-            save_models(staging, model, normalizer)
-            if state is not None:
-                (staging / CHECKPOINT_STATE).write_text(json.dumps(state, indent=1) + "\n")
-            if write_more is not None:
-                write_more(staging)
-        return final
-
     def write_test_returns(self, returns: Sequence[float], lengths: Sequence[int], sampled: bool = False) -> None:
         """Write one row per test episode: ``episode,return,length`` (``sampled``: the sampled-action replay)."""
         rows = ["episode,return,length"] + [
@@ -390,31 +339,6 @@ class RunDir:
         if not isinstance(values, dict):
             raise Refused(f"{self.metrics} does not hold a mapping of metrics")
         return values
-
-    def learner_dir(self, name: str, steps: int | None = None) -> Path:
-        """A multi-agent run's folder of learner ``name`` (final, or in the checkpoint at ``steps``)."""
-        return (self.path if steps is None else self.checkpoint(steps)) / LEARNERS / name
-
-    def learner_model(self, name: str, steps: int | None = None) -> Path:
-        return self.learner_dir(name, steps) / MODEL
-
-    def agent_returns100(self, agent: str) -> Path:
-        """A multi-agent run's returns100 of one agent key."""
-        return self.path / AGENT_RETURNS100 / f"{agent}.csv"
-
-    def agent_returns100_files(self) -> dict[str, Path]:
-        """Every agent key's returns100 file (empty for a single-agent run)."""
-        folder = self.path / AGENT_RETURNS100
-        return {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
-
-    def write_agent_test_returns(self, returns: dict[str, Sequence[float]]) -> None:
-        """Write one row per test episode of a multi-agent run: ``episode,<agent>,...``."""
-        keys = list(returns)
-        rows = [",".join(["episode", *keys])] + [
-            ",".join([str(i)] + [f"{returns[k][i]:.6g}" for k in keys])
-            for i in range(len(returns[keys[0]]) if keys else 0)
-        ]
-        atomic_write_text(self.path / AGENT_TEST_RETURNS, "\n".join(rows) + "\n")
 
 
 def record_failure(run_dir: Path, error: BaseException) -> None:

@@ -95,5 +95,10 @@ def main(cfg: DictConfig) -> float:
     return mean_return
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The ``rlzoo-train`` command: :func:`main` once the command line is checked, as ``python -m rlzoo.train``."""
     run_checked(main, "rlzoo.train", "train")
+
+
+if __name__ == "__main__":
+    cli()

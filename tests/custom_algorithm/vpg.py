@@ -1,4 +1,5 @@
-"""An algorithm SB3 does not ship, added to rlzoo as one Python file + one YAML (see README, "Your own algorithm").
+"""An algorithm SB3 does not ship, added to rlzoo as one Python file + one YAML (docs/algorithms.md, "Your own
+algorithm").
 
 Vanilla policy gradient with a learned baseline (Williams, 1992, "Simple statistical gradient-following
 algorithms"): one gradient step per rollout on -advantage * log-probability plus a value loss.

@@ -36,6 +36,19 @@ ID_ALPHABET = string.ascii_lowercase + string.digits
 OFFLINE_RUNS = "offline-run-*"  # W&B's folder of one offline process, which `wandb sync <wandb dir>` sends
 SUPERSEDED = "superseded"  # wandb/superseded/: earlier processes' folders, out of `wandb sync <wandb dir>`'s reach
 Point = tuple[float, dict[str, float]]  # when it was logged (seconds since the epoch), its values
+WANDB_STATE = "wandb.json"  # the W&B run id and the last step W&B has
+WANDB_HISTORY = "wandb_history.jsonl"  # every point logged to an offline W&B run, logged again on resume
+
+
+def state_file(run: RunDir) -> Path:
+    """The run dir's W&B record: its run id and the last step W&B has."""
+    return run.path / WANDB_STATE
+
+
+def history_file(run: RunDir) -> Path:
+    """The run dir's copy of every point logged to W&B offline: a log that a resume cuts back
+    (:func:`rlzoo.training.resume.appended_logs`)."""
+    return run.path / WANDB_HISTORY
 
 
 @dataclass
@@ -58,7 +71,7 @@ class WandbState:
     def of(cls, run: RunDir, offline: bool = True) -> WandbState:
         """The run dir's W&B run; a run dir without one gets a new id, written at once (a kill during
         ``wandb.init`` still leaves it)."""
-        path = run.wandb_state
+        path = state_file(run)
         if not os.path.lexists(path):
             state = cls(run, "".join(secrets.choice(ID_ALPHABET) for _ in range(8)), offline=offline)  # as W&B's
             state.save()
@@ -78,7 +91,7 @@ class WandbState:
         return -1 if self.offline else self.step
 
     def save(self) -> None:
-        atomic_write_text(self.run.wandb_state, json.dumps({"id": self.id, "step": self.step}) + "\n")
+        atomic_write_text(state_file(self.run), json.dumps({"id": self.id, "step": self.step}) + "\n")
 
     def advance(self, step: int) -> None:
         """Record that W&B has the points up to ``step``."""
@@ -91,14 +104,14 @@ class WandbState:
         if not self.offline:
             return
         if self._copy is None:
-            self._copy = _open_for_append(self.run.wandb_history)
+            self._copy = _open_for_append(history_file(self.run))
         self._copy.write(json.dumps({"time": time.time(), "values": values}) + "\n")
         self._copy.flush()
 
     def points(self) -> list[Point]:
         """The points of the run dir's copy, checked (a shared run dir's file: one line when it is not rlzoo's); a
         last line cut short by a kill is not a point."""
-        path = self.run.wandb_history
+        path = history_file(self.run)
         if not os.path.lexists(path):
             return []
         lines = read_bytes(path.parent, path.name, CSV_CAP).split(b"\n")[:-1]
@@ -115,7 +128,7 @@ class WandbState:
             except service_errors() as error:  # the writer finds it gone too, and goes on without W&B
                 lost(error)
                 break
-        self._copy = _open_for_append(self.run.wandb_history)
+        self._copy = _open_for_append(history_file(self.run))
 
     def close(self) -> None:
         if self._copy is not None:
@@ -173,8 +186,8 @@ def set_aside(run: RunDir) -> list[Path]:
             target, n = aside / f"{path.name}.{n}", n + 1
         path.rename(target)  # a link is moved, never followed
         moved.append(target)
-    if not run.wandb_history.is_file():
-        LOG.warning(f"{run.path} holds no {run.wandb_history.name}: the W&B points logged before this resume stay "
+    if not history_file(run).is_file():
+        LOG.warning(f"{run.path} holds no {history_file(run).name}: the W&B points logged before this resume stay "
                     f"in {aside} only")  # fmt: skip
     return moved
 

@@ -270,9 +270,9 @@ def load_multiagent(
         config = shared_config(config, run.config, allow)
     plan = plan_multiagent(config)
     if trusted:
-        models = {name: load_model(plan.factory.algo_class, run.learner_model(name)) for name in plan.learners}
+        models = {name: load_model(plan.factory.algo_class, run.models().learner(name).model) for name in plan.learners}
     else:
-        models = _load_untrusted(plan, run.learner_model)
+        models = _load_untrusted(plan, lambda name: run.models().learner(name).model)
     shared = any(len(keys) > 1 for keys in plan.learners.values())
     coder = ObservationCoder(plan.learning_keys if shared else None)
     by_key = {key: models[name] for name, keys in plan.learners.items() for key in keys}

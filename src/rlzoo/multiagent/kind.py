@@ -29,9 +29,10 @@ from rlzoo.multiagent.episodes import OUTCOMES, Budget, MultiagentEpisode, play
 from rlzoo.multiagent.learners import build_learners
 from rlzoo.multiagent.plan import MultiagentPlan, plan_multiagent
 from rlzoo.multiagent.playback import replay_multiagent
+from rlzoo.multiagent.run_files import agent_returns100, write_agent_test_returns
 from rlzoo.multiagent.run_state import MultiagentStateWriter, finish_restore, restore_team
 from rlzoo.progress_lines import ProgressLines
-from rlzoo.rundir import FINAL, LEARNERS, MODEL, RunDir
+from rlzoo.rundir import FINAL, RunDir
 from rlzoo.training.budget import LineProgress, RunClock, progress_of
 from rlzoo.training.build import TEST_SEED_OFFSET
 from rlzoo.training.callbacks import Returns100Writer, save_checkpoint
@@ -129,13 +130,16 @@ def _restore(team: TrainingMultiagent, plan: MultiagentPlan) -> None:
     point = plan.resume_point
     assert point is not None
     for name, model in team.models.items():
-        path = point.folder / LEARNERS / name / MODEL
+        path = point.models.learner(name).model
         if plan.settings.trusted:
             model.set_parameters(str(path), device=plan.hardware.device)  # SB3's own load of the zip (it unpickles)
         else:  # the weights only: nothing in the zip is unpickled (rlzoo.training.safe_load)
             restore_weights(model, path)
     for key, steps in point.kind_state.get("key_steps", {}).items():
         team.learners.agents[key].model.num_timesteps = int(steps)
+    for keys in plan.learners.values():  # each model's seed as the uninterrupted run built it (build_learners), not
+        for i, key in enumerate(keys):  # the offset one it was built with here (its generators come from the point)
+            team.learners.agents[key].model.seed = plan.settings.seed + i
     if team.rotation is not None:  # the seat of the episode the run had reached
         team.rotation.episode = int(point.kind_state.get("seat_episode", 0))
 
@@ -152,7 +156,7 @@ class MultiagentLearning:
         self.steps = point.timesteps if point is not None else 0
         self.episodes = int(point.kind_state.get("episodes", 0)) if point is not None else 0
         pending = point.kind_state.get("pending", {}) if point is not None else {}
-        paths = {"": plan.run.returns100} | {key: plan.run.agent_returns100(key) for key in plan.agents}
+        paths = {"": plan.run.returns100} | {key: agent_returns100(plan.run, key) for key in plan.agents}
         self.curves = {key: Returns100Writer(path, pending=pending.get(key, ())) for key, path in paths.items()}
 
     @property
@@ -179,7 +183,7 @@ class MultiagentLearning:
         key_steps = point.kind_state.get("key_steps", {}) if point is not None else {}
         for name, keys in self.plan.learners.items():
             steps = max((int(key_steps[key]) for key in keys if key in key_steps), default=0)
-            folder = RunDir(self.plan.run.learner_dir(name)).tensorboard_dir
+            folder = RunDir(self.plan.run.models().learner(name).path).tensorboard_dir
             cut_event_files(folder, None if point is None else steps)
 
     def learn(self, clock: RunClock) -> dict[str, float]:
@@ -242,7 +246,7 @@ class MultiagentLearning:
         save_checkpoint(self.plan.run, self.steps, self.models, None, pending[""], clock, state, write)
 
     def save(self) -> None:
-        self.plan.run.save_final(self.models, {"timesteps": self.steps})
+        self.plan.run.models().save_learners(self.models, {"timesteps": self.steps})
 
     def test(self) -> dict[str, float]:
         """Test episodes on an env of their own (seeds from the run's test seed; a learner that alternates seats
@@ -260,7 +264,7 @@ class MultiagentLearning:
         seats = [plan.learning_seats(i) for i in range(len(episodes))]
         learned = [e.return_of(s) for e, s in zip(episodes, seats, strict=True)]
         plan.run.write_test_returns(learned, [e.length for e in episodes])
-        plan.run.write_agent_test_returns({key: [e.returns.get(key, 0.0) for e in episodes] for key in plan.agents})
+        write_agent_test_returns(plan.run, {key: [e.returns.get(key, 0.0) for e in episodes] for key in plan.agents})
         return summarize(episodes, seats, len(plan.agents)) if episodes else {}
 
 

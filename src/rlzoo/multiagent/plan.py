@@ -14,6 +14,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.hardware import Hardware
 from rlzoo.multiagent.layouts import LayoutSettings, make_layout
 from rlzoo.multiagent.pettingzoo_envs import AgentSpaces, PettingZooSpec, agent_spaces
+from rlzoo.multiagent.run_files import multiagent_run
 from rlzoo.rundir import RunDir
 from rlzoo.schema import parse
 from rlzoo.training.plan import LogPlan, Prologue
@@ -49,7 +50,7 @@ class MultiagentPlan:
 
     @property
     def run(self) -> RunDir:
-        return RunDir(Path(self.settings.run_dir))
+        return multiagent_run(Path(self.settings.run_dir))
 
     @property
     def seed(self) -> int:

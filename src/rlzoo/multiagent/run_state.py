@@ -34,10 +34,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 from rlzoo.agents import sb3_private as sb3
 from rlzoo.agents.state import State
 from rlzoo.agents.training_agent import TrainingAgent
+from rlzoo.checkpoint_format import BUFFERS, REPLAY
 from rlzoo.errors import Refused
 from rlzoo.multiagent.agents import TrainingMultiagent
-from rlzoo.rundir import REPLAY, RunDir
-from rlzoo.training.buffer_chunks import BUFFERS, BufferChunks, restore_buffer, saveable
+from rlzoo.rundir import RunDir
+from rlzoo.training.buffer_chunks import BufferChunks, restore_buffer, saveable
 from rlzoo.training.run_state import (
     MISSING,
     Snapshot,

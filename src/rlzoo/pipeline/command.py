@@ -25,7 +25,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from rlzoo.cli import one_line_errors
+from rlzoo.cli import one_line_errors, run_checked
 from rlzoo.config import CONFIG_DIR
 from rlzoo.confined import MEMORY_KEY, memory_budget_of
 from rlzoo.errors import ConfigError, Refused
@@ -244,12 +244,13 @@ def usage() -> str:
 
 
 def cli(argv: list[str] | None = None) -> None:
-    """The command: ``--help`` without an experiment prints :func:`usage`; anything else goes to Hydra's main."""
+    """The command: ``--help`` without an experiment prints :func:`usage`; anything else goes to Hydra's main, once
+    the command line is checked (:func:`rlzoo.cli.run_checked`; a sweep is written ``pipeline.sweep.<key>=[...]``)."""
     args = sys.argv[1:] if argv is None else argv
     if {"--help", "-h"} & set(args) and not any(arg.startswith("experiment=") for arg in args):
         print(usage())
         return
-    main()
+    run_checked(main, "rlzoo.pipeline", PIPELINE_CONFIG, sweeps_in="pipeline.sweep")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Everything comes from the run dir (:mod:`rlzoo.rundir`): the resolved ``config.yaml`` names the env, the
 representation and the algorithm class; ``model.zip`` (+ ``obs_norm.npz``) or ``checkpoints/<steps>/`` hold the weights
-and the statistics, which are frozen at replay.
+and the statistics (a :class:`~rlzoo.model_files.ModelFolder`), which are frozen at replay. Replays write their
+videos, plots and returns into the run dir's ``enjoy/`` (:func:`enjoy_dir`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import rlzoo  # noqa: F401  (registers the rlzoo/ env ids a run may use)
 from rlzoo.any_env.options import observation_label
 from rlzoo.any_env.spec import EnvSpec
 from rlzoo.errors import ConfigError
+from rlzoo.model_files import ModelFolder
 from rlzoo.rundir import BEST, FINAL, MODEL, OBS_NORM, RunDir
 from rlzoo.srl.representation import Representation
 from rlzoo.training.build import RunBuilder, load_model
@@ -34,13 +36,20 @@ from rlzoo.training.plan import RunPlan, plan_run
 from rlzoo.training.safe_load import load_untrusted
 from rlzoo.training.shared_config import shared_config
 
+ENJOY = "enjoy"
+
+
+def enjoy_dir(run: RunDir) -> Path:
+    """Where replays (``rlzoo.enjoy``) write their videos, plots and returns."""
+    return run.path / ENJOY
+
 
 def checkpoint_steps(run: RunDir) -> list[int]:
     """Steps of the complete checkpoints of ``run``, oldest first."""
     return [int(folder.name) for folder in run.checkpoints()]
 
 
-def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[Path, int | None]:
+def model_folder(run: RunDir, checkpoint: int | str | None = None) -> tuple[ModelFolder, int | None]:
     """The folder holding ``checkpoint``'s model (+ ``obs_norm.npz``) and its steps: :meth:`RunDir.find_model`
     (``final``, ``latest``, ``best`` or a checkpoint's steps)."""
     return run.find_model(checkpoint)
@@ -129,12 +138,12 @@ def load_run(
     if not trusted:
         config = shared_config(config, run.config, allow)
     plan = plan_saved_run(config)
-    model = load_model(plan.factory.algo_class, folder / MODEL) if trusted else _load_untrusted(plan, folder / MODEL)
+    model = load_model(plan.factory.algo_class, folder.model) if trusted else _load_untrusted(plan, folder.model)
     normalization = None
-    if (folder / OBS_NORM).is_file():
-        normalization = FrozenNormalization.load(folder / OBS_NORM)
+    if folder.obs_norm.is_file():
+        normalization = FrozenNormalization.load(folder.obs_norm)
     elif plan.settings.normalize:
-        raise ConfigError(f"{folder} has {MODEL} but no {OBS_NORM}, although the run normalised observations")
+        raise ConfigError(f"{folder.path} has {MODEL} but no {OBS_NORM}, although the run normalised observations")
     return LoadedRun(run.path, plan, model, normalization, steps, best=checkpoint == BEST)
 
 

@@ -13,11 +13,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from rlzoo.checkpoint_format import BUFFER
 from rlzoo.gc_tuning import collect_from_here
 from rlzoo.loggers.live_plot import LivePlot
 from rlzoo.rundir import BEST, save_model
 from rlzoo.training.budget import RunClock, episodes_logged, learn, progress_of
-from rlzoo.training.buffer_chunks import BUFFER
 from rlzoo.training.build import RunBuilder, test_cut_warning
 from rlzoo.training.callbacks import Checkpoint, Returns100
 from rlzoo.training.episodes import Progress, play_episodes, summarize

@@ -23,7 +23,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-from rlzoo.confined import stream_lines
+from rlzoo.confined import count_lines
 from rlzoo.errors import ConfigError
 from rlzoo.progress_lines import Mode, ProgressLines, progress_mode
 from rlzoo.training.settings import RunSettings
@@ -100,7 +100,8 @@ class ProgressBar(BaseCallback):
 
 class LineProgress(BaseCallback):
     """Progress lines of training (:class:`~rlzoo.progress_lines.ProgressLines`): the clock is read once every
-    :attr:`CHECK_EVERY` vec-env steps, so that the lines cost nothing measurable.
+    :attr:`CHECK_EVERY` vec-env steps, so that the lines cost nothing measurable, and before each policy update (a
+    line then when one would fall due during the update, as long as the last one).
 
     :param count: the units done so far (steps or episodes).
     """
@@ -110,11 +111,21 @@ class LineProgress(BaseCallback):
     def __init__(self, lines: ProgressLines, count: Callable[[], int]) -> None:
         super().__init__()
         self.lines, self.count = lines, count
+        self.update_seconds = 0.0  # the last policy update's length
+        self._update_began: float | None = None
 
     def _on_step(self) -> bool:
         if self.n_calls % self.CHECK_EVERY == 0:
             self.lines.update(self.count())
         return True
+
+    def _on_rollout_end(self) -> None:  # a policy update follows, writing nothing: a line first if one falls due
+        self._update_began = self.lines.clock()
+        self.lines.before_pause(self.count(), self.update_seconds)
+
+    def _on_rollout_start(self) -> None:
+        if self._update_began is not None:
+            self.update_seconds = self.lines.clock() - self._update_began
 
     def _on_training_end(self) -> None:
         self.lines.finish(self.count())
@@ -225,8 +236,7 @@ def episodes_logged(monitor_files: Sequence[Path]) -> int:
     """Training episodes already in a run's monitor files (a resumed run's, cut back to its checkpoint)."""
     total = 0
     for path in monitor_files:  # through the confined layer: plain files, no link, capped
-        lines = stream_lines(path.parent, path.name)
-        total += max(sum(1 for line in lines if line.endswith("\n")) - 2, 0)  # a JSON and a CSV header line
+        total += max(count_lines(path.parent, path.name) - 2, 0)  # a JSON and a CSV header line
     return total
 
 

@@ -1,22 +1,22 @@
 """An off-policy run's replay buffer across checkpoints, as append-only chunks of plain arrays (``checkpoint_buffer``).
 
 At each checkpoint the rows the buffer gained since the previous one go to ``replay/<steps>.npz`` in the run dir
-(``np.savez``; read with ``allow_pickle=False``: nothing is unpickled); the checkpoint's run state lists the chunks
-that rebuild the buffer (oldest first; older ones drop out once newer rows cover the whole buffer), each with its size
-in bytes, and the buffer's position and fullness. A prioritised buffer's sum tree, largest priority and rows not yet in
-the tree go whole into the checkpoint's run state (priorities of old rows change as they are drawn).
+(plain arrays, nothing is unpickled; the files are :mod:`rlzoo.checkpoint_format`'s); the checkpoint's run state lists
+the chunks that rebuild the buffer (oldest first; older ones drop out once newer rows cover the whole buffer), each
+with its size in bytes, and the buffer's position and fullness. A prioritised buffer's sum tree, largest priority and
+rows not yet in the tree go whole into the checkpoint's run state (priorities of old rows change as they are drawn).
 
 A multi-agent run keeps one chunk set per learning key: ``replay/<key>/<steps>.npz``, listed under ``buffers`` (key →
 chunk list) in the checkpoint's run state. A buffer class with more per-row arrays names them in ``extra_rows`` (the
 multi-agent learners' next-state action masks).
 
 A chunk that is missing or not of its recorded size makes its checkpoint incomplete: the resume takes the checkpoint
-before it (:func:`chunks_problem`); a chunk whose arrays do not fit the buffer is refused in one line, before training.
+before it (:func:`rlzoo.checkpoint_format.chunks_problem`); a chunk whose arrays do not fit the buffer is refused in
+one line, before training.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +24,8 @@ import numpy as np
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
 from rlzoo.approximation.replay_buffers import PrioritizedReplayBuffer
-from rlzoo.confined import load_npz, read_json
+from rlzoo.checkpoint_format import chunk_path, read_chunk, write_chunk
 from rlzoo.errors import Refused
-from rlzoo.files import atomic_path
-from rlzoo.rundir import REPLAY, RUN_STATE
-
-CHUNK_NAME = re.compile(r"^[0-9]{1,18}\.npz$")
-KEY_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # a multi-agent key, as the name of its chunks' folder
-BUFFER = "buffer"  # the run state's key of the chunk list
-BUFFERS = "buffers"  # a multi-agent run's chunk lists, by agent key
 
 
 def saveable(buffer: Any) -> bool:
@@ -78,14 +71,12 @@ class BufferChunks:
             start, count, chunks = self.pos, added, self.chunks
         else:  # more rows than the buffer holds (or a buffer filled otherwise): the whole buffer
             start, count, chunks = 0, size if buffer.full else buffer.pos, []
-        name = f"{steps}.npz"
-        arrays: dict[str, Any] = {field: _take(array, start, count) for field, array in _fields(buffer).items()}
+        arrays: dict[str, Any] = {"start": np.asarray(start, dtype=np.int64)}
+        arrays |= {field: _take(array, start, count) for field, array in _fields(buffer).items()}
         if buffer.optimize_memory_usage:  # the next observation of the newest row lives in the row after it
             arrays["observations_after"] = buffer.observations[buffer.pos]
             arrays["after_row"] = np.asarray(buffer.pos)
-        with atomic_path(self.folder / name) as tmp, tmp.open("wb") as stream:
-            np.savez(stream, start=np.asarray(start, dtype=np.int64), **arrays)
-        written = {"file": name, "rows": count, "bytes": (self.folder / name).stat().st_size}
+        written = write_chunk(self.folder, steps, count, arrays)
         self.chunks = _covering([*chunks, written], size)
         self.steps, self.pos = steps, buffer.pos
         return {"chunks": self.chunks, "steps": steps, "pos": buffer.pos, "full": bool(buffer.full), "size": size}
@@ -137,50 +128,6 @@ def restore_priorities(buffer: PrioritizedReplayBuffer, get: Any) -> None:
     buffer._added = [int(row) for row in added]
 
 
-def manifests(folder: Path) -> dict[str, dict[str, Any]]:
-    """The chunk lists a checkpoint folder records, by the folder of their chunks under ``replay/`` (``""``: a
-    single-agent run's buffer; an agent key: that key's buffer); empty: it saved no buffer."""
-    path = folder / RUN_STATE
-    if not path.is_file():
-        return {}
-    try:
-        state = read_json(folder, RUN_STATE)
-    except (OSError, ValueError) as error:
-        raise Refused(f"{path} is not JSON: {error}") from None
-    state = state if isinstance(state, dict) else {}
-    found = {"": _checked(state[BUFFER], path)} if state.get(BUFFER) is not None else {}
-    by_key = state.get(BUFFERS, {})
-    if not isinstance(by_key, dict) or not all(isinstance(k, str) and KEY_NAME.match(k) for k in by_key):
-        raise Refused(f"{path}: {BUFFERS} must map agent keys (letters, digits, _ . -) to replay chunk lists")
-    return found | {key: _checked(value, path) for key, value in by_key.items()}
-
-
-def _checked(found: Any, path: Path) -> dict[str, Any]:
-    """A manifest whose entries are what :meth:`BufferChunks.save` writes (chunk names ``<steps>.npz``)."""
-    numbers = ("steps", "pos", "size")
-    ok = isinstance(found, dict) and all(isinstance(found.get(k), int) for k in numbers)
-    chunks = found.get("chunks") if ok else None
-    ok = ok and isinstance(chunks, list) and all(
-        isinstance(c, dict) and isinstance(c.get("file"), str) and CHUNK_NAME.match(c["file"])
-        and isinstance(c.get("rows"), int) and isinstance(c.get("bytes"), int) for c in chunks
-    )  # fmt: skip
-    if not ok:
-        raise Refused(f"{path}: {BUFFER} must list replay chunks as BufferChunks writes them")
-    return found
-
-
-def chunks_problem(run_path: Path, folder: Path) -> str | None:
-    """Why the buffer of checkpoint ``folder`` cannot be rebuilt (a chunk missing or cut short), or None."""
-    for key, found in manifests(folder).items():
-        for chunk in found["chunks"]:
-            path = run_path / REPLAY / key / chunk["file"]
-            if not path.is_file():
-                return f"its replay chunk {path} is missing"
-            if path.stat().st_size != chunk["bytes"]:
-                return f"its replay chunk {path} holds {path.stat().st_size} bytes, not the {chunk['bytes']} written"
-    return None
-
-
 def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any], key: str = "") -> None:
     """Rebuild ``buffer`` (fresh, of the run's size) from the chunks of ``found`` (in ``replay/<key>/``): every row,
     position, fullness."""
@@ -188,9 +135,9 @@ def restore_buffer(buffer: ReplayBuffer, run_path: Path, found: dict[str, Any], 
         raise Refused(f"replay chunks: a buffer of {found['size']} rows at {found['pos']}, not of {buffer.buffer_size}")
     fields = _fields(buffer)
     for chunk in found["chunks"]:
-        path = run_path / REPLAY / key / chunk["file"]
+        path = chunk_path(run_path, key, chunk["file"])
         try:
-            _put_rows(buffer, fields, load_npz(path.parent, path.name), path)
+            _put_rows(buffer, fields, read_chunk(path), path)
         except Refused:
             raise
         except (OSError, ValueError, EOFError, KeyError) as error:

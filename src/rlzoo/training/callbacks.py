@@ -14,6 +14,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
+from rlzoo.checkpoint_format import write_checkpoint
 from rlzoo.confined import open_plain
 from rlzoo.rundir import RETURNS100_HEADER, RunDir
 from rlzoo.training.budget import RunClock
@@ -135,10 +136,8 @@ def save_checkpoint(
     """Save a checkpoint at ``steps`` with its resume state: the logs' lengths, the returns not yet in returns100
     (``pending``), the run clock's reading, what the kind of run keeps of its own (``kind_state``) and what
     ``write_more`` writes into the folder (the run state: :mod:`rlzoo.training.exact_resume`)."""
-    state = log_state(run, list(pending), clock.elapsed() if clock is not None else None)
-    if kind_state:
-        state["kind"] = kind_state
-    run.save_checkpoint(steps, models, normalizer, state, write_more)
+    state = log_state(run, list(pending), clock.elapsed() if clock is not None else None, kind_state)
+    write_checkpoint(run.checkpoint(steps), models, normalizer, state, write_more)
 
 
 # Writes a checkpoint's run state into its folder (rlzoo.training.exact_resume.RunStateWriter).

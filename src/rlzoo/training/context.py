@@ -85,7 +85,7 @@ class RunContext:
             self._cleanup.callback(state.close)
         models = learning.models
         for name, model in models.items():
-            folder = RunDir(plan.run.learner_dir(name)) if name else plan.run
+            folder = RunDir(plan.run.models().learner(name).path) if name else plan.run
             folder.path.mkdir(parents=True, exist_ok=True)
             prefix = f"{name}/" if name else ""
             model.set_logger(

@@ -17,9 +17,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from rlzoo.approximation.replay_buffers import PrioritizedReplayBuffer
-from rlzoo.rundir import REPLAY, RunDir
+from rlzoo.checkpoint_format import BUFFER, REPLAY
+from rlzoo.rundir import RunDir
 from rlzoo.training.buffer_chunks import (
-    BUFFER,
     BufferChunks,
     restore_buffer,
     restore_priorities,

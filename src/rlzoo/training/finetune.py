@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import OmegaConf
 
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import BEST, FINAL, LATEST, MODEL, OBS_NORM, RunDir, load_obs_norm
+from rlzoo.model_files import ModelFolder
+from rlzoo.rundir import BEST, FINAL, LATEST, RunDir
 from rlzoo.training.safe_load import describe_saved_space, saved_data, weights_error
 from rlzoo.training.shared_config import shared_config
 
@@ -47,19 +48,10 @@ class InitPoint:
     best: bool = False
 
     @property
-    def folder(self) -> Path:
-        if self.best:
-            return RunDir(self.run).best_dir
-        return self.run if self.checkpoint is None else RunDir(self.run).checkpoint(self.checkpoint)
-
-    @property
-    def model(self) -> Path:
-        return self.folder / MODEL
-
-    @property
-    def obs_norm(self) -> Path | None:
-        path = self.folder / OBS_NORM
-        return path if path.is_file() else None
+    def models(self) -> ModelFolder:
+        """The folder of the saved model and its statistics."""
+        run = RunDir(self.run)
+        return ModelFolder(run.best_dir) if self.best else run.models(self.checkpoint)
 
     @property
     def pinned(self) -> str:
@@ -140,9 +132,9 @@ def _describe(space: spaces.Space) -> str:
 def check_spaces(point: InitPoint, venv: VecEnv) -> None:
     """Refuse training envs whose observation or action space is not the saved model's."""
     try:
-        observation_space, action_space = _saved_spaces(point.model)
+        observation_space, action_space = _saved_spaces(point.models.model)
     except (OSError, KeyError, ValueError, json.JSONDecodeError, zipfile.BadZipFile) as error:
-        raise ConfigError(f"init_from={point.pinned}: {point.model} is not an SB3 model ({error})") from None
+        raise ConfigError(f"init_from={point.pinned}: {point.models.model} is not an SB3 model ({error})") from None
     for what, saved, new in (
         ("observation", observation_space, venv.observation_space),
         ("action", action_space, venv.action_space),
@@ -160,17 +152,16 @@ def init_model(model: BaseAlgorithm, point: InitPoint, normalizer: VecNormalize 
     from stable_baselines3.common.save_util import load_from_zip_file
 
     try:  # the weights only (torch.load with weights_only): the data entry's pickles are not read
-        _, params, _ = load_from_zip_file(point.model, device=model.device, load_data=False)
+        _, params, _ = load_from_zip_file(point.models.model, device=model.device, load_data=False)
     except Exception as error:  # a truncated zip, a .pth holding a pickled object ...
         raise ConfigError(
-            f"init_from={point.pinned}: {weights_error(point.model, 'an SB3 model', error, hint=False)}"
+            f"init_from={point.pinned}: {weights_error(point.models.model, 'an SB3 model', error, hint=False)}"
         ) from None
     if params is None or "policy" not in params:
-        raise ConfigError(f"init_from={point.pinned}: {point.model} holds no policy weights")
+        raise ConfigError(f"init_from={point.pinned}: {point.models.model} holds no policy weights")
     try:
         model.policy.load_state_dict(params["policy"])  # type: ignore[arg-type]  # a state dict, typed loosely by SB3
     except RuntimeError as error:  # shapes or names that differ
         raise ConfigError(f"init_from={point.pinned}: its weights do not fit this run's network: {error}") from None
-    if normalizer is not None and point.obs_norm is not None:
-        normalizer.obs_rms = load_obs_norm(point.obs_norm).rms  # type: ignore[assignment]  # SB3 types it for dicts
+    point.models.restore_obs_norm(normalizer)
     return model

@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_nor
 
 from rlzoo.confined import open_plain, stream_lines
 from rlzoo.errors import ConfigError
-from rlzoo.rundir import MODEL, OBS_NORM, RunDir, load_obs_norm, save_model
+from rlzoo.rundir import RunDir, load_obs_norm, save_model
 from rlzoo.training.build import load_model
 from rlzoo.training.normalization import FrozenNormalization, FrozenNormalize
 from rlzoo.training.safe_load import restore_weights
@@ -159,7 +159,7 @@ def previous_best_row(evaluations: Path) -> tuple[float, int | None]:
 
 def require_best_model(run: RunDir) -> Path:
     """The best model of a run, or one :class:`ConfigError` saying that the run kept none (``checkpoint=best``)."""
-    return run.best_model_folder() / MODEL
+    return run.best_model_folder().model
 
 
 def load_best(
@@ -173,8 +173,8 @@ def load_best(
     """
     folder = run.best_model_folder()
     if into is not None:
-        restore_weights(into, folder / MODEL)
-    model = into if into is not None else load_model(algo_class, folder / MODEL)
+        restore_weights(into, folder.model)
+    model = into if into is not None else load_model(algo_class, folder.model)
     if normalizer is not None:
-        FrozenNormalization(*load_obs_norm(folder / OBS_NORM)).restore(normalizer)
+        FrozenNormalization(*load_obs_norm(folder.obs_norm)).restore(normalizer)
     return model

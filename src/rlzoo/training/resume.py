@@ -1,11 +1,11 @@
 """Resuming a run in its own run dir: from its newest checkpoint, with its logs cut back to that checkpoint.
 
-A checkpoint folder holds the model (with its step counter), the normalisation statistics and ``state.json``: how
-many lines each log file had at that moment and the training-episode returns not yet written to ``returns100.csv``.
-Resuming truncates the logs to those lengths (episodes finished after the checkpoint are trained again, so they are
-not counted twice), then appends. The checkpoint's run state (generators, envs, SB3's runtime state) and replay
-chunks are restored by :mod:`rlzoo.training.exact_resume`; a checkpoint whose chunks are not all there is passed over
-for the one before it.
+A checkpoint folder (its format: :mod:`rlzoo.checkpoint_format`) holds the model (with its step counter), the
+normalisation statistics and ``state.json``: how many lines each log file had at that moment and the training-episode
+returns not yet written to ``returns100.csv``. Resuming truncates the logs to those lengths through the confined file
+layer (episodes finished after the checkpoint are trained again, so they are not counted twice), then appends. The
+checkpoint's run state (generators, envs, SB3's runtime state) and replay chunks are restored by
+:mod:`rlzoo.training.exact_resume`; a checkpoint whose chunks are not all there is passed over for the one before it.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.confined import read_json
-from rlzoo.errors import ConfigError, Refused
-from rlzoo.rundir import CHECKPOINT_STATE, MODEL, OBS_NORM, RunDir, RunDirFinished, load_obs_norm
-from rlzoo.training.buffer_chunks import chunks_problem
+from rlzoo.checkpoint_format import CheckpointState, chunks_problem, cut_logs, read_checkpoint_state
+from rlzoo.errors import ConfigError
+from rlzoo.loggers.wandb_state import history_file
+from rlzoo.model_files import ModelFolder
+from rlzoo.rundir import RunDir, RunDirFinished
 from rlzoo.training.safe_load import restore_weights
 from rlzoo.training.shared_config import shared_config
-from rlzoo.untrusted import check_links, inside
+from rlzoo.untrusted import check_links
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -54,29 +55,23 @@ class ResumePoint:
     kind_state: dict[str, Any] = field(default_factory=dict)  # what the kind of run keeps of its own (multi-agent)
 
     @property
-    def model(self) -> Path:
-        return self.folder / MODEL
-
-    @property
-    def obs_norm(self) -> Path | None:
-        path = self.folder / OBS_NORM
-        return path if path.is_file() else None
+    def models(self) -> ModelFolder:
+        """The model(s) the run continues from (the checkpoint's, or the final ones)."""
+        return ModelFolder(self.folder)
 
 
-def log_state(run: RunDir, pending_returns: list[float], elapsed: float | None = None) -> dict[str, Any]:
-    """The resume state of ``run``'s logs now: line counts of its log files (:meth:`RunDir.log_files`) and
-    ``elapsed``, the seconds the run has trained."""
-    files = run.log_files()
-    lines = {str(path.relative_to(run.path)): _count_lines(path) for path in files if path.is_file()}
-    state: dict[str, Any] = {"log_lines": lines, "pending_returns": list(pending_returns)}
-    if elapsed is not None:
-        state["elapsed_seconds"] = round(elapsed, 6)
-    return state
+def appended_logs(run: RunDir) -> list[Path]:
+    """Every log a run appends to while it trains (what a resume cuts back): the run dir's and its kind's
+    (:meth:`RunDir.log_files`), and the copy of the points logged to W&B offline."""
+    return [*run.log_files(), history_file(run)]
 
 
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as stream:
-        return sum(1 for line in stream if line.endswith(b"\n"))  # a half-written last line is not counted
+def log_state(
+    run: RunDir, pending_returns: list[float], elapsed: float | None = None, kind: dict[str, Any] | None = None
+) -> CheckpointState:
+    """The resume state of ``run``'s logs now: line counts of its logs (:func:`appended_logs`), the returns not yet
+    in returns100, ``elapsed`` (the seconds the run has trained) and what the kind of run keeps of its own."""
+    return CheckpointState.of_logs(run.path, appended_logs(run), pending_returns, elapsed, kind)
 
 
 def _differences(saved: DictConfig, current: DictConfig) -> list[str]:
@@ -123,16 +118,14 @@ def find_resume_point(run: RunDir, cfg: DictConfig, warn: bool = True) -> Resume
             "run_dir, or continue that run as it was configured with resume=<run dir>"
         )
     if run.trained():  # training ended; the test phase did not
-        return ResumePoint(run.path, timesteps=-1, kind_state=run.final_state())
+        return ResumePoint(run.path, timesteps=-1, kind_state=run.models().learners_state())
     checkpoints = run.checkpoints()
     if not checkpoints:
         return None
     newest = newest_complete(run, checkpoints, bool(cfg.get("checkpoint_buffer", True)), warn)
-    state = _read_state(run, newest / CHECKPOINT_STATE)
-    return ResumePoint(
-        newest, int(newest.name), state.get("log_lines", {}), state.get("pending_returns", []),
-        float(state.get("elapsed_seconds", 0.0)), dict(state.get("kind", {})),
-    )  # fmt: skip
+    state = read_checkpoint_state(run.path, newest)
+    elapsed = state.elapsed if state.elapsed is not None else 0.0
+    return ResumePoint(newest, int(newest.name), state.log_lines, state.pending_returns, elapsed, state.kind)
 
 
 def newest_complete(run: RunDir, checkpoints: list[Path], keep_buffer: bool, warn: bool = True) -> Path:
@@ -153,37 +146,6 @@ def newest_complete(run: RunDir, checkpoints: list[Path], keep_buffer: bool, war
         f"run_dir {run.path}: no checkpoint can rebuild the replay buffer (checkpoint {checkpoints[-1].name}: "
         f"{problems[0]}); checkpoint_buffer=false resumes with an empty buffer"
     )
-
-
-def _read_state(run: RunDir, path: Path) -> dict[str, Any]:
-    """A checkpoint's ``state.json``, checked: the log files it names (to cut back) lie inside the run dir, as every
-    file of the run dir does (:func:`find_resume_point` checked its links); one line otherwise."""
-    if not path.is_file():
-        return {}
-    try:
-        state = read_json(path.parent, path.name)
-    except Refused:
-        raise
-    except (OSError, ValueError) as error:
-        raise Refused(f"{path} is not JSON: {error}") from None
-    if not isinstance(state, dict):
-        raise Refused(f"{path} does not hold a mapping of resume state")
-    lines, pending = state.get("log_lines", {}), state.get("pending_returns", [])
-    if not isinstance(lines, dict) or not all(_is_number(n, int) for n in lines.values()):
-        raise Refused(f"{path}: log_lines must map log files of the run to line counts, got {lines!r}"[:300])
-    if not isinstance(pending, list) or not all(_is_number(r, float) for r in pending):
-        raise Refused(f"{path}: pending_returns must be a list of returns, got {pending!r}"[:300])
-    if not _is_number(state.get("elapsed_seconds", 0.0), float) or not isinstance(state.get("kind", {}), dict):
-        raise Refused(f"{path}: elapsed_seconds must be a number and kind a mapping")
-    for relative in lines:
-        inside(run.path, relative, f"{path}: log_lines")
-    return state
-
-
-def _is_number(value: Any, kind: type) -> bool:
-    """An int (``kind`` int), or an int or float (``kind`` float); never a bool."""
-    allowed = (int,) if kind is int else (int, float)
-    return isinstance(value, allowed) and not isinstance(value, bool)
 
 
 def training_seed(seed: int, point: ResumePoint | None) -> int:
@@ -246,15 +208,10 @@ def truncate_logs(run: RunDir, point: ResumePoint | None) -> None:
     if point is None or point.timesteps >= 0:
         cut_event_files(run.tensorboard_dir, None if point is None else point.timesteps)
     if point is None:
-        for path in run.log_files():
+        for path in appended_logs(run):
             path.unlink(missing_ok=True)
         return
-    for relative, keep in point.log_lines.items():
-        path = inside(run.path, relative, "log_lines")  # checked when the point was found; checked again here
-        if path.is_file():
-            with path.open("rb") as stream:
-                lines = stream.readlines()[:keep]
-            path.write_bytes(b"".join(lines))
+    cut_logs(run.path, point.log_lines)
 
 
 def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> DictConfig:
@@ -306,10 +263,9 @@ def resume_model(
         SB3's own ``load``.
     :param kwargs: ``env``, ``device`` and attributes to set (``verbose``), as for ``BaseAlgorithm.load``.
     """
-    if normalizer is not None and point.obs_norm is not None:
-        normalizer.obs_rms = load_obs_norm(point.obs_norm).rms  # type: ignore[assignment]  # SB3 types it for dicts
+    point.models.restore_obs_norm(normalizer)
     if fresh is None:
-        return algo_class.load(point.model, **kwargs)
+        return algo_class.load(point.models.model, **kwargs)
     model = fresh()
-    restore_weights(model, point.model)
+    restore_weights(model, point.models.model)
     return model

@@ -17,7 +17,6 @@ SB3's private members are read and written here and nowhere else in ``training/`
 
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
 from pathlib import Path
@@ -27,10 +26,8 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlzoo.confined import load_npz, read_json
+from rlzoo.checkpoint_format import read_run_state, write_run_state
 from rlzoo.errors import Refused
-from rlzoo.files import atomic_path
-from rlzoo.rundir import RUN_STATE, RUN_STATE_ARRAYS
 from rlzoo.stateful import MISSING, plain_state, set_plain_state
 
 # SB3's runtime members of a model that its zip's plain counters do not restore exactly, or not at all.
@@ -39,6 +36,8 @@ MODEL_RUNTIME = (
     "_current_progress_remaining", "num_timesteps", "exploration_rate",
 )  # fmt: skip
 EPISODE_BUFFERS = ("ep_info_buffer", "ep_success_buffer")
+# The NumPy types of a logger value that a snapshot may name.
+NUMBER_TYPES = frozenset(f"{kind}{bits}" for kind in ("float", "int", "uint") for bits in (8, 16, 32, 64)) - {"float8"}
 
 
 class Snapshot:
@@ -63,28 +62,14 @@ class Snapshot:
         return {key[len(prefix) :]: value for key, value in found.items() if key.startswith(prefix)}
 
     def write(self, folder: Path) -> None:
-        arrays: dict[str, Any] = self.arrays
-        with atomic_path(folder / RUN_STATE_ARRAYS) as tmp, tmp.open("wb") as stream:
-            np.savez(stream, **arrays)
-        with atomic_path(folder / RUN_STATE) as tmp:
-            tmp.write_text(json.dumps(self.values) + "\n")
+        """Write the snapshot into checkpoint ``folder`` (:func:`rlzoo.checkpoint_format.write_run_state`)."""
+        write_run_state(folder, self.values, self.arrays)
 
     @classmethod
     def read(cls, folder: Path) -> Snapshot | None:
         """The snapshot in ``folder`` (None: a checkpoint without one); unreadable files are one line."""
-        path = folder / RUN_STATE
-        if not path.is_file():
-            return None
-        try:
-            values = read_json(folder, RUN_STATE)
-            arrays = load_npz(folder, RUN_STATE_ARRAYS)
-        except Refused:
-            raise
-        except (OSError, ValueError, EOFError) as error:  # a pickled array, a truncated file ...
-            raise Refused(f"{path.parent}: the run state cannot be read ({error})") from None
-        if not isinstance(values, dict):
-            raise Refused(f"{path}: not a mapping of run state")
-        return cls(values, arrays)
+        found = read_run_state(folder)
+        return None if found is None else cls(*found)
 
 
 def capture_plain(snapshot: Snapshot, prefix: str, obj: Any, names: tuple[str, ...] = ()) -> None:
@@ -194,10 +179,12 @@ def _is_episode_info(item: Any) -> bool:
 
 
 def capture_logger(snapshot: Snapshot, model: BaseAlgorithm) -> None:
-    """SB3's logger values recorded but not yet written (they go into the next row of progress.csv)."""
+    """SB3's logger values recorded but not yet written (they go into the next row of progress.csv), with the NumPy
+    type of those that have one (a float32 loss is written with float32's digits)."""
     logger = model.logger
     values = {k: v for k, v in logger.name_to_value.items() if isinstance(v, int | float | np.number)}
-    snapshot.put("logger/values", {k: float(v) for k, v in values.items()})
+    snapshot.put("logger/values", {k: v.item() if isinstance(v, np.number) else v for k, v in values.items()})
+    snapshot.put("logger/types", {k: np.asarray(v).dtype.name for k, v in values.items() if isinstance(v, np.number)})
     snapshot.put("logger/counts", {k: int(logger.name_to_count.get(k, 0)) for k in values})
     excluded = {k: logger.name_to_excluded.get(k) for k in values}
     snapshot.put("logger/excluded", {k: list(v) if isinstance(v, tuple | list) else v for k, v in excluded.items()})
@@ -208,11 +195,18 @@ def restore_logger(snapshot: Snapshot, model: BaseAlgorithm) -> None:
     excluded = snapshot.get("logger/excluded")
     if not isinstance(values, dict) or not isinstance(counts, dict) or not isinstance(excluded, dict):
         return
-    logger = model.logger
+    logger, types = model.logger, snapshot.get("logger/types")
     for key, value in values.items():
         if isinstance(value, int | float) and isinstance(counts.get(key), int):
-            logger.name_to_value[str(key)] = float(value)
+            logger.name_to_value[str(key)] = _typed(value, types.get(key) if isinstance(types, dict) else None)
             logger.name_to_count[str(key)] = counts[key]
             exclude = excluded.get(key)
             if exclude is None or (isinstance(exclude, list) and all(isinstance(e, str) for e in exclude)):
                 logger.name_to_excluded[str(key)] = tuple(exclude) if exclude is not None else None  # type: ignore[assignment]
+
+
+def _typed(value: int | float, dtype: Any) -> Any:
+    """A logger value as it was recorded: a NumPy number of ``dtype`` (a name: ``float32``), else the int or float."""
+    if dtype in NUMBER_TYPES:
+        return np.dtype(dtype).type(value)
+    return value
