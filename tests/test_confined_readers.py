@@ -142,11 +142,33 @@ def sweep_job(tmp_path: Path, kind: str) -> Callable[[], Any]:
     return rows
 
 
+def pipeline_run_config(tmp_path: Path, kind: str) -> Callable[[], Any]:
+    from rlzoo.pipeline.launch import all_jobs, check_runs_use_encoders, representation_key
+    from rlzoo.pipeline.spec import pipeline_spec
+
+    spec = pipeline_spec(["experiment=srl_benchmark_small", f"pipeline.dir={tmp_path / 'pipe'}",
+                          "pipeline.sweep.srl_model=[ground_truth]", "pipeline.sweep.seed=[0]"])  # fmt: skip
+    (job,) = all_jobs(spec, {})
+    config = job.run_dir(spec).config
+    plant(config.parent, config.name, kind, b"seed: 0\n", size=confined.YAML_CAP + 1)
+    return lambda: check_runs_use_encoders(spec, {representation_key(job.values): tmp_path / "encoder"})
+
+
+def tune_study(tmp_path: Path, kind: str) -> Callable[[], Any]:
+    from rlzoo.tune.study import STUDY_FILE, _check_study_dir
+
+    folder = tmp_path / "tune"
+    plant(folder, STUDY_FILE, kind, b'{"name": "s", "storage": "x"}', size=confined.JSON_CAP + 1)
+    settings = SimpleNamespace(study_dir=folder, dir=folder, storage="x", name="s", trials_dir=folder / "trials")
+    return lambda: _check_study_dir(settings, in_storage=True)  # type: ignore[arg-type]
+
+
 READERS: dict[str, Callable[[Path, str], Callable[[], Any]]] = {
     "model.msgpack": jax_weights, "wandb.json": wandb_id, "wandb_history.jsonl": wandb_points,
     "dataset.npz": dataset, "metrics.json (stats)": metrics, "experiment.yaml": pipeline_identity,
     "store encoder": stored_encoder, "store record": stored_record, "evaluations.csv": evaluations,
     "monitor (episodes)": monitor_count, "event file": event_file, "sweep job": sweep_job,
+    "pipeline run config": pipeline_run_config, "tune study": tune_study,
 }  # fmt: skip
 MESSAGES = {"symlink": r"is a symlink; a shared folder holds plain files only", "oversize": r"holds \d+ bytes; at most"}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -24,6 +25,7 @@ from rlzoo.errors import ConfigError
 from rlzoo.pipeline import inflight
 from rlzoo.pipeline.spec import PipelineSpec, content_key, group_options
 from rlzoo.rundir import RunDir
+from rlzoo.untrusted import read_yaml, refuse_interpolations
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,11 @@ def check_runs_use_encoders(spec: PipelineSpec, encoders: dict[tuple[str, str], 
     for job in all_jobs(spec, {}):
         encoder = encoders.get(representation_key(job.values))
         config = job.run_dir(spec).config
-        if encoder is None or not config.is_file():
+        if encoder is None or not os.path.lexists(config):
             continue
-        used = OmegaConf.select(OmegaConf.load(config), "srl_model.checkpoint")
+        saved = read_yaml(config)  # a received pipeline dir's run: plain YAML, no link, capped, nothing resolved
+        refuse_interpolations(saved, config)
+        used = OmegaConf.select(saved, "srl_model.checkpoint")
         if used is None or Path(str(used)).name != encoder.name:
             stale.append(f"{job.name} (trained on {Path(str(used)).name if used else 'no encoder'})")
     if stale:

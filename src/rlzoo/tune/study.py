@@ -24,6 +24,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import TrialState
 
+from rlzoo.confined import read_json
 from rlzoo.errors import ConfigError
 from rlzoo.files import atomic_write_text
 from rlzoo.tune.settings import TuneSettings
@@ -153,8 +154,10 @@ def _stored_attrs(settings: TuneSettings) -> dict[str, Any] | None:
 def _check_study_dir(settings: TuneSettings, in_storage: bool) -> None:
     """A study folder belongs to one study: refuse to mix the trials of two."""
     path = settings.study_dir / STUDY_FILE
-    if path.is_file():
-        saved = json.loads(path.read_text())
+    if os.path.lexists(path):
+        saved = read_json(path.parent, path.name)  # through the confined layer: a plain file, capped
+        if not isinstance(saved, dict):
+            raise ConfigError(f"{path} is not a study record as rlzoo.tune writes it (a mapping)")
         if (saved.get("storage"), saved.get("name")) != (settings.storage, settings.name):
             raise ConfigError(
                 f"tune.dir={settings.dir} holds the study {saved.get('name')!r} of {saved.get('storage')}, not "
