@@ -52,9 +52,10 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def write_store(folder: Path, sources: list[Path], overrides: list[str] = SHARD) -> Path:
-    """A store of the records under ``sources``, with a ``store.yaml`` naming the tiny pipeline's overrides."""
+    """A store of the records under ``sources``, with a ``store.yaml`` naming the tiny pipeline's overrides (as a
+    store names them: plain keys, the step settings without the ``+`` the rerun adds)."""
     merge_into_store(sources, folder, log=lambda line: None)
-    keep = [o for o in overrides if not o.startswith(("experiment=", "pipeline.sweep.seed"))]
+    keep = [o.lstrip("+") for o in overrides if not o.startswith(("experiment=", "pipeline.sweep.seed"))]
     description = {"experiment": "srl_benchmark_small", "commit": "unknown", "verdict_of": "srl_splits",
                    "overrides": keep}  # fmt: skip
     (folder / "store.yaml").write_text(yaml.safe_dump(description))

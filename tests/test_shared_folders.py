@@ -71,6 +71,8 @@ HOSTILE = {
     "trusted": ("trusted=true", "sets trusted, which only your command line sets"),
     "budget": ("memory_budget_gb=1000", "sets memory_budget_gb, which only your command line sets"),
     "init-from": ("init_from=/elsewhere/run", "sets init_from, which only your command line sets"),
+    "step-target": ("pipeline.srl_train._target_=codecs.open", r"names 'pipeline.srl_train._target_', not a run key"),
+    "step-payload": (f"pipeline.collect.policy={PAYLOAD}", "holds an interpolation or an object"),
     "node": (f"algo.gamma={PAYLOAD}", "holds an interpolation or an object"),
     "hydra": (f"hydra.callbacks.ran={PAYLOAD}", "names 'hydra.callbacks.ran', not a run key"),
     "add-group": ("+hydra/callbacks=ran", r"adds, deletes or moves a key or a config"),
@@ -103,6 +105,22 @@ def test_store_overrides_name_run_keys_with_plain_values(
     assert "\n" not in said and re.search(message, said), said
     assert said.startswith(f"{store / 'store.yaml'}: overrides entry {override!r}")
     assert not marker.exists() and _files(tmp_path) == before
+
+
+def test_a_stores_step_settings_are_plain_keys_the_rerun_adds(tmp_path: Path) -> None:
+    """A step setting or a keyword the experiment leaves unset (``pipeline.collect.progress_bar``,
+    ``algo.policy_kwargs.ortho_init``) is written without a prefix and composed with rlzoo's own ``+``; a run key the
+    experiment has stays as written."""
+    from rlzoo.pipeline.store_overrides import store_overrides
+    from rlzoo.reporting.store_table import StoreInfo
+
+    written = ["total_timesteps=600", "pipeline.collect.progress_bar=false", "pipeline.srl_train.device=cpu",
+               "algo.policy_kwargs.net_arch=[16]", "algo.policy_kwargs.ortho_init=false"]  # fmt: skip
+    info = StoreInfo("srl_benchmark_small", "unknown", "srl_splits", written)
+    assert store_overrides(info, tmp_path / "store.yaml") == [
+        "total_timesteps=600", "+pipeline.collect.progress_bar=false", "+pipeline.srl_train.device=cpu",
+        "algo.policy_kwargs.net_arch=[16]", "+algo.policy_kwargs.ortho_init=false",
+    ]  # fmt: skip
 
 
 def test_a_store_override_with_a_target_is_live_when_composed(tmp_path: Path) -> None:

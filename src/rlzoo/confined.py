@@ -8,6 +8,9 @@
   and the memory budget), zip members' declared sizes, gzip and CSV streamed with byte and row caps;
 - writes land inside the folder given, through a fresh file (a log cut back on resume too); an output folder rlzoo
   makes (``plots/``, ``results/``, ``enjoy/``, ``.inflight/``) or a lock file is refused when it is a link.
+- the memory budget those caps use is the caller's (``memory_budget_gb`` on a command line, scoped by
+  :func:`memory_budget_of`; else ``$RLZOO_MEMORY_BUDGET_GB``), never a shared file's; a log a resumed run appends to
+  is opened without following a link and never waited on (:func:`open_plain`).
 
 Each refusal is one :class:`~rlzoo.errors.Refused` line naming the path, what it is and what is allowed.
 """

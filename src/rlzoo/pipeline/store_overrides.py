@@ -20,13 +20,19 @@ NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]*")
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_args_", "_recursive_", "_convert_"})
 # Run keys that are the caller's word (their command line), never a store's: trust, the memory budget, other runs.
 CALLER_KEYS = frozenset({"trusted", "memory_budget_gb", "resume", "init_from", "run_dir"})
+# The pipeline's step settings: keys of another entrypoint (collect, srl.train, an srl_model option) at any depth,
+# which the experiment leaves unset (pipeline_spec checks that they apply).
+STEP_NODES = ("pipeline.collect", "pipeline.srl_train", "pipeline.srl_model")
+_ABSENT = object()  # no value at a key
 
 
 def store_overrides(info: StoreInfo, source: Path) -> list[str]:
     """The overrides of a store's ``store.yaml`` (a store may come from anyone), each checked as ``key=value``: a
-    key the experiment's pipeline config has (not ``hydra``, no Hydra key such as ``_target_``, none of
-    :data:`CALLER_KEYS`; no ``+``, ``++`` or ``~`` prefix, no ``@package``), set to one plain value (a config group:
-    an option's name; no sweep, no interpolation, no ``_target_`` or other Hydra key in it).
+    key the experiment's pipeline config has, a keyword inside a node it has (``algo.policy_kwargs.net_arch``) or a
+    step setting below one of :data:`STEP_NODES` (not ``hydra``, no Hydra key such as ``_target_``, none of
+    :data:`CALLER_KEYS`; no ``+``, ``++`` or ``~`` prefix, no ``@package``: what is added is rlzoo's decision), set to
+    one plain value (a config group: an option's name; no sweep, no interpolation, no ``_target_`` or other Hydra key
+    in it). Returned as the rerun composes them: a key the experiment lacks with rlzoo's own ``+``.
 
     :raise ConfigError: one line naming the override and what a store's overrides take.
     """
@@ -40,7 +46,7 @@ def store_overrides(info: StoreInfo, source: Path) -> list[str]:
                 f"{source}: overrides entry {override!r} {problem}; a store's overrides set run keys of experiment "
                 f"{info.experiment} to plain values (key=value)"
             )
-    return list(info.overrides)
+    return [o if _has_key(config, o.split("=", 1)[0]) else f"+{o}" for o in info.overrides]
 
 
 def _override_problem(override: str, config: DictConfig) -> str:
@@ -53,7 +59,9 @@ def _override_problem(override: str, config: DictConfig) -> str:
     if parsed.type is not OverrideType.CHANGE or parsed.package is not None:
         return "adds, deletes or moves a key or a config (a +, ++ or ~ prefix, @package)"
     parts = key.split(".")
-    if not RUN_KEY.fullmatch(key) or parts[0] == "hydra" or HYDRA_KEYS & set(parts) or not _has_key(config, key):
+    inside = "." in key and isinstance(_node(config, key.rsplit(".", 1)[0]), dict)  # a keyword of a node it has
+    known = _has_key(config, key) or inside or any(key.startswith(f"{node}.") for node in STEP_NODES)
+    if not RUN_KEY.fullmatch(key) or parts[0] == "hydra" or HYDRA_KEYS & set(parts) or not known:
         return f"names {key!r}, not a run key of the experiment"
     if key in CALLER_KEYS:
         return f"sets {key}, which only your command line sets"
@@ -71,12 +79,17 @@ def _option_name(value: Any) -> bool:
 
 def _has_key(config: DictConfig, key: str) -> bool:
     """Whether the composed config has ``key`` (nothing resolved)."""
+    return _node(config, key) is not _ABSENT
+
+
+def _node(config: DictConfig, key: str) -> Any:
+    """The value at ``key`` in the composed config, unresolved (:data:`_ABSENT`: none)."""
     node: Any = OmegaConf.to_container(config, resolve=False)
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            return False
+            return _ABSENT
         node = node[part]
-    return True
+    return node
 
 
 def _plain(value: Any) -> bool:
