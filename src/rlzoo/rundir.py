@@ -43,7 +43,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.checkpoint_format import CHECKPOINTS
-from rlzoo.confined import read_json, stream_lines
+from rlzoo.confined import open_plain, read_json, read_text, stream_lines
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.files import atomic_write_text, locked, write_pid
 from rlzoo.model_files import (  # noqa: F401  (MODEL ... load_obs_norm: the model files, read through rundir too)
@@ -84,6 +84,14 @@ LOCK = ".lock"
 
 class RunDirInUse(ConfigError):
     """Another process trains in this run dir: the refused one writes nothing there (not even its ``error.txt``)."""
+
+
+def _lock_holder(run_dir: Path) -> str:
+    """What the lock file of ``run_dir`` says (``<pid> <host>``), or "" where it is not a small plain file."""
+    try:
+        return read_text(run_dir, LOCK, cap=256).strip()
+    except (OSError, ConfigError):
+        return ""
 
 
 class RunDirFinished(ConfigError):
@@ -243,7 +251,7 @@ class RunDir:
     def record_resume(self, steps: int) -> None:
         path = self.path / RESUMES
         new = not path.is_file()
-        with path.open("a") as stream:
+        with open_plain(path, "a") as stream:
             stream.write(("time,steps\n" if new else "") + f"{datetime.now().isoformat(timespec='seconds')},{steps}\n")
 
     def checkpoint(self, steps: int) -> Path:
@@ -298,7 +306,7 @@ class RunDir:
         try:
             lock_file = held.enter_context(locked(lock_path, wait=False))
         except BlockingIOError:
-            holder = lock_path.read_text().strip() if lock_path.is_file() else ""
+            holder = _lock_holder(self.path)
             raise RunDirInUse(
                 f"run_dir {self.path} is in use: another rlzoo process (pid {holder or 'unknown'}) is training there; "
                 "wait for it to end, or choose another run_dir"
