@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from extras import require_extra
 from rlzoo import confined
 from rlzoo.errors import ConfigError, Refused
 from rlzoo.rundir import RunDir
@@ -155,6 +156,7 @@ def pipeline_run_config(tmp_path: Path, kind: str) -> Callable[[], Any]:
 
 
 def tune_study(tmp_path: Path, kind: str) -> Callable[[], Any]:
+    require_extra("optuna", "tune")
     from rlzoo.tune.study import STUDY_FILE, _check_study_dir
 
     folder = tmp_path / "tune"

@@ -282,3 +282,15 @@ def test_a_rerun_of_a_record_the_store_lacks_names_what_it_holds(tmp_path: Path)
     with pytest.raises(ConfigError, match=r"^seed=7: .* holds no record srl_splits_seed7; its seeds of srl_splits: "
                        r"0, 1, 2$"):  # fmt: skip
         stored_record(records, tmp_path, "srl_splits", 7)
+
+
+def test_the_table_without_rliable_is_one_line_naming_the_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlzoo.records as records
+
+    monkeypatch.setattr(records, "rliable_installed", lambda: False)
+    docs = tmp_path / "results.md"
+    with pytest.raises(ConfigError, match=r'^action=table needs rliable .*: pip install -e "\.\[stats\]"$'):
+        records.write_table(tmp_path / "store", docs)
+    assert list(tmp_path.iterdir()) == []  # nothing read, nothing written

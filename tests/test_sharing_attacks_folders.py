@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from extras import require_extra
 from rlzoo.errors import ConfigError
 
 STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "srl_benchmark_small"
@@ -176,6 +177,8 @@ ENTRYPOINTS: dict[str, Callable[[Path], None]] = {
 def world_for(entrypoint: str, world: Path) -> Path:
     """The folders ``entrypoint`` reads: the record copied where it finds runs (a store gets its ``store.yaml``);
     the copy."""
+    if entrypoint == TABLE:
+        require_extra("rliable", "stats")  # the store's table is rliable's IQMs and CIs
     run = world / WHERE[entrypoint] / RECORD
     shutil.copytree(STORE / "runs" / RECORD, run)
     if entrypoint in (TABLE, RERUN):

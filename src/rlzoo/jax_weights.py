@@ -45,9 +45,9 @@ def load_jax_weights(path: Path, model: Any) -> None:
 
     :raise ValueError: a file that does not hold ``model``'s states (:class:`~rlzoo.errors.Refused`: one refused).
     """
+    data = read_bytes(path.parent, path.name, memory_budget())  # refused before flax is imported or reads it
     from flax import serialization
 
-    data = read_bytes(path.parent, path.name, memory_budget())
     states = train_states(model)
     restored = serialization.from_bytes(states, data)
     for name, state in restored.items():

@@ -54,7 +54,8 @@ class Row(Protocol):
 
 REPS = 2000  # bootstrap resamples
 CONFIDENCE = 0.95
-MISSING_NOTE = 'IQM, its CI and P(improvement) need rliable: pip install -e ".[stats]"'
+STATS_INSTALL = 'pip install -e ".[stats]"'
+MISSING_NOTE = f"IQM, its CI and P(improvement) need rliable: {STATS_INSTALL}"
 IQM_TITLE = "IQM [95 % CI]"
 
 
