@@ -13,8 +13,8 @@ GROUPS = ("algo", "env", "srl_model", "hardware", "logger", "multiagent")
 # (no gradients) costs about a fifth of a training step of a tiny Atari PPO run, so its test takes about its training's
 # time.
 TEST_STEPS_PER_TRAINING_STEP = 5
-# The budget never cuts a test episode before this many steps (classic control, MuJoCo, Box2D and MobileRobot episodes
-# end by then: they are never cut, and a replay plays the test episodes again).
+# The budget never cuts a test episode before this many steps (an env whose time limit is at most this many steps has
+# its episodes never cut, and a replay plays the test episodes again).
 TEST_EPISODE_FLOOR = 1_000
 
 
