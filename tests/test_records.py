@@ -289,8 +289,11 @@ def test_the_table_without_rliable_is_one_line_naming_the_install(
 ) -> None:
     import rlzoo.records as records
 
-    monkeypatch.setattr(records, "rliable_installed", lambda: False)
+    store = tmp_path / "store"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "srl_benchmark_small", store)
+    monkeypatch.setattr("rlzoo.reporting.store_table.rliable_installed", lambda: False)
     docs = tmp_path / "results.md"
-    with pytest.raises(ConfigError, match=r'^action=table needs rliable .*: pip install -e "\.\[stats\]"$'):
-        records.write_table(tmp_path / "store", docs)
-    assert list(tmp_path.iterdir()) == []  # nothing read, nothing written
+    docs.write_text("kept\n")
+    with pytest.raises(ConfigError, match=r"^the store's table needs rliable .*: pip install -e \"\.\[stats\]\"$"):
+        records.write_table(store, docs)
+    assert docs.read_text() == "kept\n" and sorted(p.name for p in tmp_path.iterdir()) == ["results.md", "store"]

@@ -24,7 +24,6 @@ from rlzoo.errors import ConfigError
 from rlzoo.pipeline.rerun import rerun_record
 from rlzoo.pipeline.spec import pipeline_spec
 from rlzoo.reporting.store_table import read_store_info, replace_section, store_table
-from rlzoo.results.stats import STATS_INSTALL, rliable_installed
 from rlzoo.results.store_merge import merge_into_store
 from rlzoo.schema import parse
 
@@ -52,8 +51,6 @@ def experiment_axes(experiment: str) -> tuple[list[str], list[int]]:
 
 def write_table(store: Path, docs: Path | None) -> str:
     """The store's table; with ``docs``, written into its marked section (the profile beside it)."""
-    if not rliable_installed():
-        raise ConfigError(f"action=table needs rliable (the table's IQMs, CIs and curves): {STATS_INSTALL}")
     info = read_store_info(store)
     representations, seeds = experiment_axes(info.experiment)
     section = store_table(store, representations, seeds, None if docs is None else docs.parent)

@@ -23,7 +23,15 @@ from rlzoo.results.comparison import Row, compare
 from rlzoo.results.efficiency import EfficiencyCurve, efficiency_curves, plot_efficiency
 from rlzoo.results.records import ENCODERS, RUNS, Record, check_records, store_records
 from rlzoo.results.scores import GREEDY, Score, verdict_scores
-from rlzoo.results.stats import IQM_TITLE, RowStats, plot_profiles, row_stats, shown_scores
+from rlzoo.results.stats import (
+    IQM_TITLE,
+    STATS_INSTALL,
+    RowStats,
+    plot_profiles,
+    rliable_installed,
+    row_stats,
+    shown_scores,
+)
 from rlzoo.schema import parse
 
 STORE_FILE = "store.yaml"
@@ -140,6 +148,8 @@ def store_table(store: Path, representations: Sequence[str], seeds: Sequence[int
         raise ConfigError(f"{store}: holds no records yet ({RUNS}/ is empty or missing)")
     for representation in sorted({r.representation for r in records}):
         _gtc(store, records, representation)  # a missing encoder: one line, before the statistics
+    if not rliable_installed():
+        raise ConfigError(f"the store's table needs rliable (its IQMs, CIs and curves): {STATS_INSTALL}")
     comparison = compare(store / RUNS, baseline=None)
     stats = row_stats(comparison.rows, None, reference=info.verdict_of, relative_to=info.relative_to)
     curves = efficiency_curves(comparison.rows)
