@@ -197,3 +197,13 @@ def test_a_shard_without_a_load_prints_a_dash(tmp_path: Path) -> None:
     )
     rows = _shard_lines(tmp_path)[2:]
     assert rows[0].split(" | ")[5] == "—" and rows[1].split(" | ")[5] == "1.5, 2.0"
+
+
+def test_the_callers_keys_are_free_in_a_records_config() -> None:
+    """Where and how a run ran (the memory budget, the device, paths) is no difference between two records."""
+    from omegaconf import OmegaConf
+
+    from rlzoo.results.records import flat_values
+
+    config = OmegaConf.create({"memory_budget_gb": 64, "run_dir": "/x", "hardware": {"device": "cpu"}, "gamma": 0.99})
+    assert flat_values(config) == {"gamma": 0.99}

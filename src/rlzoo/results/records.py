@@ -53,7 +53,7 @@ KEPT = (METRICS, PROVENANCE, TEST_RETURNS, SAMPLED_TEST_RETURNS, RETURNS100)  # 
 ENCODER_FILES = ("encoder.json", "metrics.json", "losses.csv", "config.yaml", "encoder.pt", "pca.npz")
 # Config keys two records of one representation may differ in: the seed, machine paths, where and how a run ran.
 FREE_KEYS = ("seed", "run_dir", "srl_model.checkpoint", "srl_model.vec_wrapper.checkpoint", "hardware.", "logger.",
-             "verbose", "progress_bar")  # fmt: skip
+             "verbose", "progress_bar", "memory_budget_gb")  # fmt: skip
 FREE_SUFFIXES = (".device", ".torch_threads")
 HASH_LENGTH = 64
 PLATFORM = "platform.json"
