@@ -34,15 +34,14 @@ def train(cfg: DictConfig, overrides: Sequence[str] = ()) -> dict[str, float]:
     Every input is checked before the run dir is written to; ``metrics.json`` is written last. ``cfg`` is not
     changed. A run dir holding an unfinished run with the same config resumes it; ``resume=<run dir>`` continues that
     run with its saved config (``overrides``, the command line's, must agree with it). The memory budget is ``cfg``'s
-    ``memory_budget_gb`` (the caller's, never a resumed run's: it is no key a resume compares).
+    ``memory_budget_gb`` (the caller's, never a resumed run's: a resume's overrides may set it).
     """
     import rlzoo.kinds  # noqa: F401  (in a sweep's worker, which runs this function without importing this module)
     from rlzoo.training.run import run
 
     release_previous_run()
-    compared = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != MEMORY_KEY]
     with memory_budget_of(cfg.get(MEMORY_KEY)):
-        return run(resolve_kind(cfg), cfg, compared)
+        return run(resolve_kind(cfg), cfg, overrides)
 
 
 def console_figures(metrics: dict[str, float]) -> str:

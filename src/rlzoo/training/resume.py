@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.checkpoint_format import CheckpointState, chunks_problem, cut_logs, read_checkpoint_state
+from rlzoo.confined import MEMORY_KEY
 from rlzoo.errors import ConfigError
 from rlzoo.loggers.wandb_state import history_file
 from rlzoo.model_files import ModelFolder
@@ -229,7 +230,7 @@ def resume_config(run_dir: Path, composed: DictConfig, overrides: list[str]) -> 
     conflicts = []
     for override in overrides:
         key = override.split("=", 1)[0].lstrip("+~")
-        if key in NOT_COMPARED or key.startswith("hydra"):
+        if key in NOT_COMPARED or key == MEMORY_KEY or key.startswith("hydra"):  # the budget: the caller's
             continue
         ours, theirs = OmegaConf.select(composed, key), OmegaConf.select(saved, key)
         if isinstance(ours, DictConfig):
